@@ -1,0 +1,25 @@
+"""rbd_ros.dynamics: rigid-body dynamics from a URDF, independent of ROS.
+
+    import rbd_ros.dynamics as rbd
+    model = rbd.Model.from_urdf('robot.urdf')
+    tau = rbd.inverse_dynamics(model, q, v, a)
+
+Conventions (vector order [linear; angular], quaternions [x, y, z, w], floating base q[:7],
+v[:6] in the base frame) are those of ../shared/CONVENTIONS.md, documented in the README.
+"""
+from .api import (REFERENCES, FramePoses, center_of_mass, coriolis_matrix, forward_dynamics,
+                  frame_acceleration, frame_jacobian, frame_pose, frame_poses, frame_velocity,
+                  gravity_torques, integrate, inverse_dynamics, kinetic_energy, mass_matrix,
+                  nonlinear_effects, potential_energy)
+from ._jit import JIT_ENABLED
+from .errors import InertiaError, JointError, ModelError, TopologyError, URDFSyntaxError
+from .model import FLOATING_BASE_JOINT, JointInfo, Model
+
+__all__ = [
+    'Model', 'JointInfo', 'FramePoses', 'FLOATING_BASE_JOINT', 'REFERENCES', 'JIT_ENABLED',
+    'ModelError', 'URDFSyntaxError', 'TopologyError', 'JointError', 'InertiaError',
+    'inverse_dynamics', 'gravity_torques', 'nonlinear_effects', 'mass_matrix',
+    'coriolis_matrix', 'forward_dynamics', 'frame_poses', 'frame_pose', 'frame_velocity',
+    'frame_acceleration', 'frame_jacobian', 'center_of_mass', 'kinetic_energy',
+    'potential_energy', 'integrate',
+]

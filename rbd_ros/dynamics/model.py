@@ -1,0 +1,335 @@
+"""The constant model: tree topology, joint models, placements, inertias and frames, compiled
+once from a URDF into flat arrays (see layout.py), plus its preallocated workspace.
+
+Bodies joined by fixed joints are merged (inertias composed exactly), every link stays a
+frame. Joint order is depth-first from the root, children in URDF order (CONVENTIONS).
+Mimic joints are ordinary joints of an *internal* model with their own coordinate; the
+public coordinates leave them out and the API maps between the two (q_full = G q + offset,
+tau = G^T tau_full).
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import layout as L
+from .errors import ModelError
+from .spatial import add_inertia_to_parent
+from .urdf import read_urdf
+
+_JOINT_CODES = {'revolute': L.JOINT_REVOLUTE, 'continuous': L.JOINT_REVOLUTE,
+                'prismatic': L.JOINT_PRISMATIC, 'planar': L.JOINT_PLANAR,
+                'floating': L.JOINT_FLOATING}
+_SIZES = {L.JOINT_REVOLUTE: (1, 1), L.JOINT_PRISMATIC: (1, 1), L.JOINT_PLANAR: (3, 3),
+          L.JOINT_FLOATING: (7, 6)}
+
+FLOATING_BASE_JOINT = 'root_joint'   # the name Pinocchio gives a free-flyer root
+
+
+@dataclass(frozen=True)
+class JointInfo:
+    """One URDF joint (or the added floating base). Indices are into the public q and v;
+    fixed and mimic joints have none."""
+    name: str
+    type: str
+    parent: str
+    child: str
+    q_index: int = None
+    v_index: int = None
+    nq: int = 0
+    nv: int = 0
+    lower: float = -math.inf
+    upper: float = math.inf
+    effort: float = math.inf
+    velocity: float = math.inf
+    damping: float = 0.0
+    friction: float = 0.0
+    mimic: tuple = None     # (leader, multiplier, offset), resolved to a leader that owns a coordinate
+
+
+def _planar_basis(normal):
+    """In-plane unit vectors (e1, e2 = n x e1) of the minimal rotation taking z to n, so a
+    planar joint about z has the x, y of Pinocchio's JointModelPlanar."""
+    z = np.array([0.0, 0.0, 1.0])
+    c = float(normal @ z)
+    if c > 1.0 - 1e-12:
+        R = np.eye(3)
+    elif c < -1.0 + 1e-12:
+        R = np.diag([1.0, -1.0, -1.0])        # half turn about x
+    else:
+        k = np.cross(z, normal)
+        s = np.linalg.norm(k)
+        k = k / s
+        K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+        R = np.eye(3) + s * K + (1 - c) * K @ K
+    e1 = R[:, 0]
+    return e1, np.cross(normal, e1)
+
+
+def _link_inertia(link):
+    """10 parameters of a link's inertia about the link origin, in link axes."""
+    params = np.zeros(10)
+    if link.mass == 0.0 and not np.any(link.inertia):
+        return params
+    Ic = link.com_rotation @ link.inertia @ link.com_rotation.T
+    local = np.array([link.mass, 0, 0, 0, Ic[0, 0], Ic[0, 1], Ic[0, 2], Ic[1, 1], Ic[1, 2],
+                      Ic[2, 2]])
+    add_inertia_to_parent(np.eye(3).ravel(), np.asarray(link.com_xyz, float), local, params)
+    return params
+
+
+class Model:
+    """A rigid-body model. Build it with :meth:`Model.from_urdf`; never mutate it."""
+
+    def __init__(self, robot, floating_base=False, gravity=(0.0, 0.0, -9.81)):
+        gravity = np.asarray(gravity, dtype=float)
+        if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
+            raise ValueError(f'gravity must be 3 finite numbers, got {gravity!r}')
+        self.name = robot.name
+        self.source = robot.source
+        self.warnings = list(robot.warnings)
+        self.floating_base = bool(floating_base)
+        self.root_link = robot.root
+
+        # ---- walk the tree depth-first, merging fixed joints --------------------------
+        body_rows = [dict(parent=-1, jtype=L.JOINT_ROOT, joint=None, E=np.eye(3),
+                          r=np.zeros(3), axis=np.zeros(3))]
+        link_body, link_E, link_r = {}, {}, {}
+        order = []                       # moving URDF joints in depth-first order
+        if self.floating_base:
+            body_rows.append(dict(parent=0, jtype=L.JOINT_FLOATING, joint=None, E=np.eye(3),
+                                  r=np.zeros(3), axis=np.zeros(3)))
+        stack = [(robot.root, len(body_rows) - 1, np.eye(3), np.zeros(3))]
+        while stack:
+            link, body, E, r = stack.pop()
+            link_body[link], link_E[link], link_r[link] = body, E, r
+            pushed = []
+            for joint_name in robot.child_joints[link]:
+                joint = robot.joints[joint_name]
+                Ej = E @ joint.origin_rotation              # joint frame in the body frame
+                rj = E @ joint.origin_xyz + r
+                if joint.type == 'fixed':
+                    pushed.append((joint.child, body, Ej, rj))
+                    continue
+                body_rows.append(dict(parent=body, jtype=_JOINT_CODES[joint.type], joint=joint,
+                                      E=Ej, r=rj, axis=joint.axis))
+                order.append(joint.name)
+                pushed.append((joint.child, len(body_rows) - 1, np.eye(3), np.zeros(3)))
+            stack.extend(reversed(pushed))  # pop in URDF order: depth-first, children in order
+        # stack-based DFS numbers bodies when they are created, not visited: renumber so a
+        # body's subtree is contiguous (needed by the branch-induced sparsity).
+        body_rows, link_body = _depth_first_renumber(body_rows, link_body)
+
+        nb = len(body_rows)
+        self.n_bodies = nb - 1
+        body_int = np.zeros((nb, L.BODY_INT_COLS), dtype=np.int64)
+        body_float = np.zeros((nb, L.BODY_FLOAT_COLS))
+        body_int[0, L.PARENT] = -1
+        body_float[0, L.GRAVITY:L.GRAVITY + 3] = gravity
+        nq = nv = 0
+        for i in range(1, nb):
+            row = body_rows[i]
+            jtype = row['jtype']
+            nqj, nvj = _SIZES[jtype]
+            body_int[i] = (row['parent'], jtype, nq, nv, nqj, nvj, 0)
+            nq, nv = nq + nqj, nv + nvj
+            body_float[i, L.PLC_R:L.PLC_R + 9] = row['E'].ravel()
+            body_float[i, L.PLC_P:L.PLC_P + 3] = row['r']
+            body_float[i, L.AXIS:L.AXIS + 3] = row['axis']
+            if jtype == L.JOINT_PLANAR:
+                e1, e2 = _planar_basis(row['axis'])
+                body_float[i, L.PLANAR_E1:L.PLANAR_E1 + 3] = e1
+                body_float[i, L.PLANAR_E2:L.PLANAR_E2 + 3] = e2
+        for i in range(nb - 1, 0, -1):
+            body_int[i, L.NV_SUBTREE] += body_int[i, L.NVJ]
+            if body_int[i, L.PARENT] > 0:
+                body_int[body_int[i, L.PARENT], L.NV_SUBTREE] += body_int[i, L.NV_SUBTREE]
+        # inertias: every link's inertia composed into its body, exactly
+        inertia = np.zeros((nb, 10))
+        for name, link in robot.links.items():
+            b = link_body[name]
+            add_inertia_to_parent(link_E[name].ravel(), link_r[name], _link_inertia(link),
+                                  inertia[b])
+        body_float[:, L.INERTIA:L.INERTIA + 10] = inertia
+        self.body_int, self.body_float = body_int, body_float
+        self.nq_full, self.nv_full = nq, nv
+
+        # ---- dof tree (lambda of RBDA ch. 6) ------------------------------------------
+        dof_parent = np.full(nv, -1, dtype=np.int64)
+        dof_body = np.zeros(nv, dtype=np.int64)
+        for i in range(1, nb):
+            vi, nvj, p = body_int[i, L.VIDX], body_int[i, L.NVJ], body_int[i, L.PARENT]
+            dof_body[vi:vi + nvj] = i
+            dof_parent[vi] = body_int[p, L.VIDX] + body_int[p, L.NVJ] - 1 if p > 0 else -1
+            for k in range(1, nvj):
+                dof_parent[vi + k] = vi + k - 1
+        self.dof_parent, self.dof_body = dof_parent, dof_body
+
+        # ---- frames: every link --------------------------------------------------------
+        self.frame_names = _links_depth_first(robot)
+        self.frame_index = {name: k for k, name in enumerate(self.frame_names)}
+        self.frame_body = np.array([link_body[n] for n in self.frame_names], dtype=np.int64)
+        self.frame_placement = np.array([np.concatenate([link_E[n].ravel(), link_r[n]])
+                                         for n in self.frame_names])
+
+        # ---- public coordinates (mimic joints removed) and joint metadata --------------
+        self._build_coordinates(robot, body_rows)
+        self.total_mass = float(np.sum(inertia[1:, 0]))
+        self.gravity = gravity.copy()
+        self.gravity.setflags(write=False)
+        for array in (self.body_int, self.body_float, self.dof_parent, self.dof_body,
+                      self.frame_body, self.frame_placement):
+            array.setflags(write=False)
+        self._allocate_workspace()
+
+    # ------------------------------------------------------------------------------------
+    @classmethod
+    def from_urdf(cls, path_or_xml, floating_base=False, gravity=(0.0, 0.0, -9.81)):
+        """Build a model from a URDF file path or XML text. Raises :class:`ModelError`."""
+        return cls(read_urdf(path_or_xml), floating_base=floating_base, gravity=gravity)
+
+    def _build_coordinates(self, robot, body_rows):
+        joint_body = {row['joint'].name: i for i, row in enumerate(body_rows)
+                      if row['joint'] is not None}
+        mimics = {}
+        for name, joint in robot.joints.items():
+            if joint.mimic is not None:
+                leader, multiplier, offset = joint.mimic
+                while robot.joints[leader].mimic is not None:   # resolve chains to the root leader
+                    nxt, m2, o2 = robot.joints[leader].mimic
+                    offset, multiplier, leader = multiplier * o2 + offset, multiplier * m2, nxt
+                mimics[name] = (leader, multiplier, offset)
+        self.has_mimic = bool(mimics)
+        infos, q_map, v_map = [], [], []
+        nq = nv = 0
+        if self.floating_base:
+            infos.append(JointInfo(FLOATING_BASE_JOINT, 'floating', 'world', robot.root, 0, 0, 7, 6))
+            q_map.extend(range(7))
+            v_map.extend(range(6))
+            nq, nv = 7, 6
+        public = {}
+        for i in range(1, len(body_rows)):
+            joint = body_rows[i]['joint']
+            if joint is None or joint.name in mimics:
+                continue
+            qi, vi = self.body_int[i, L.QIDX], self.body_int[i, L.VIDX]
+            nqj, nvj = self.body_int[i, L.NQJ], self.body_int[i, L.NVJ]
+            public[joint.name] = (nq, nv)
+            q_map.extend(range(qi, qi + nqj))
+            v_map.extend(range(vi, vi + nvj))
+            nq, nv = nq + nqj, nv + nvj
+        self.nq, self.nv = nq, nv
+        self.q_full_index = np.array(q_map, dtype=np.int64)   # public q -> internal q
+        self.v_full_index = np.array(v_map, dtype=np.int64)
+        mimic_rows = []
+        for name, (leader, multiplier, offset) in mimics.items():
+            b = joint_body[name]
+            mimic_rows.append((self.body_int[b, L.QIDX], self.body_int[b, L.VIDX],
+                               public[leader][0], public[leader][1], multiplier, offset))
+        self._mimic_rows = mimic_rows
+        # G maps public v to internal v: v_full = G v
+        G = np.zeros((self.nv_full, nv))
+        G[self.v_full_index, np.arange(nv)] = 1.0
+        for _, vfull, _, vlead, multiplier, _ in mimic_rows:
+            G[vfull, vlead] += multiplier
+        self.mimic_map = G
+        moving = [row['joint'].name for row in body_rows[1:] if row['joint'] is not None]
+        self.joint_names = [name for name in moving if name not in mimics]
+        self.moving_joint_names = moving
+        for name, joint in robot.joints.items():
+            qi, vi = public.get(name, (None, None))
+            nqj, nvj = {'fixed': (0, 0), 'planar': (3, 3), 'floating': (7, 6)}.get(joint.type, (1, 1))
+            if name in mimics or joint.type == 'fixed':
+                nqj = nvj = 0
+            infos.append(JointInfo(name, joint.type, joint.parent, joint.child, qi, vi, nqj, nvj,
+                                   joint.lower, joint.upper, joint.effort, joint.velocity,
+                                   joint.damping, joint.friction, mimics.get(name)))
+        self.joints = infos
+        self.joint = {info.name: info for info in infos}
+        # per-coordinate limits and per-velocity properties, in public order
+        self.lower_limits = np.full(nq, -np.inf)
+        self.upper_limits = np.full(nq, np.inf)
+        self.velocity_limits = np.full(nv, np.inf)
+        self.effort_limits = np.full(nv, np.inf)
+        self.damping = np.zeros(nv)
+        self.friction = np.zeros(nv)
+        for info in infos:
+            if info.q_index is None or info.type == 'floating':
+                continue
+            if info.type in ('revolute', 'prismatic'):
+                self.lower_limits[info.q_index] = info.lower
+                self.upper_limits[info.q_index] = info.upper
+            self.velocity_limits[info.v_index:info.v_index + info.nv] = info.velocity
+            self.effort_limits[info.v_index:info.v_index + info.nv] = info.effort
+            self.damping[info.v_index:info.v_index + info.nv] = info.damping
+            self.friction[info.v_index:info.v_index + info.nv] = info.friction
+
+    def _allocate_workspace(self):
+        nb = self.body_int.shape[0]
+        self.ws = np.zeros((nb, L.WS_COLS))
+        self.ws[0, L.O_R:L.O_R + 9] = np.eye(3).ravel()   # the world placement, never written
+        self.dof_ws = np.zeros((max(self.nv_full, 1), L.DOF_WS_COLS))
+        self.zero_fext = np.zeros((nb, 6))
+        self.zero_fext.setflags(write=False)
+        self.zero_v = np.zeros(self.nv_full)
+        self.zero_v.setflags(write=False)
+
+    # ------------------------------------------------------------------------------------
+    def neutral(self):
+        """The neutral configuration: zeros, identity quaternions."""
+        q = np.zeros(self.nq)
+        for info in self.joints:
+            if info.type == 'floating' and info.q_index is not None:
+                q[info.q_index + 6] = 1.0
+        return q
+
+    def mimic_positions(self, q):
+        """{mimic joint name: position} for configuration q (public coordinates)."""
+        q = np.asarray(q, dtype=float)
+        return {info.name: info.mimic[1] * q[self.joint[info.mimic[0]].q_index] + info.mimic[2]
+                for info in self.joints if info.mimic is not None}
+
+    def random_configuration(self, rng=None):
+        """A random configuration within finite limits (angles in [-pi, pi] otherwise)."""
+        rng = np.random.default_rng(rng)
+        lower = np.where(np.isfinite(self.lower_limits), self.lower_limits, -math.pi)
+        upper = np.where(np.isfinite(self.upper_limits), self.upper_limits, math.pi)
+        q = rng.uniform(lower, upper)
+        for info in self.joints:
+            if info.type == 'floating' and info.q_index is not None:
+                quat = rng.normal(size=4)
+                q[info.q_index + 3:info.q_index + 7] = quat / np.linalg.norm(quat)
+        return q
+
+    def __repr__(self):
+        base = 'floating' if self.floating_base else 'fixed'
+        return (f'Model({self.name!r}, {base} base, nq={self.nq}, nv={self.nv}, '
+                f'bodies={self.n_bodies}, frames={len(self.frame_names)}, '
+                f'mass={self.total_mass:.3f} kg)')
+
+
+def _links_depth_first(robot):
+    names, stack = [], [robot.root]
+    while stack:
+        link = stack.pop()
+        names.append(link)
+        stack.extend(reversed([robot.joints[j].child for j in robot.child_joints[link]]))
+    return names
+
+
+def _depth_first_renumber(body_rows, link_body):
+    children = [[] for _ in body_rows]
+    for i, row in enumerate(body_rows[1:], start=1):
+        children[row['parent']].append(i)
+    new_index, order, stack = {}, [], [0]
+    while stack:
+        i = stack.pop()
+        new_index[i] = len(order)
+        order.append(i)
+        stack.extend(reversed(children[i]))
+    rows = []
+    for old in order:
+        row = dict(body_rows[old])
+        row['parent'] = new_index[row['parent']] if row['parent'] >= 0 else -1
+        rows.append(row)
+    return rows, {link: new_index[b] for link, b in link_body.items()}

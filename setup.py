@@ -1,0 +1,40 @@
+"""ament_python package; also installs with plain `pip install -e .`."""
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = 'rbd_ros'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*']),
+    package_data={package_name: ['robots/*.urdf', 'robots/LICENSE*']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        ('share/' + package_name + '/launch', glob('launch/*.launch.py')),
+        ('share/' + package_name + '/config', glob('config/*.yaml')),
+        ('share/' + package_name + '/robots', glob('rbd_ros/robots/*.urdf')),
+    ],
+    python_requires='>=3.10',
+    install_requires=['numpy', 'scipy', 'urdfdom-py', 'PyYAML'],
+    extras_require={
+        'fast': ['numba'],
+        'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin'],
+    },
+    zip_safe=True,
+    maintainer='rbd_ros maintainers',
+    maintainer_email='maintainers@rbd-ros.invalid',
+    description='Rigid-body dynamics nodes and a ROS-independent dynamics core.',
+    license='BSD-3-Clause',
+    tests_require=['pytest'],
+    entry_points={
+        'console_scripts': [
+            'dynamics_node = rbd_ros.dynamics_node:main',
+            'frames_node = rbd_ros.frames_node:main',
+            'sim_node = rbd_ros.sim_node:main',
+            'bringup = rbd_ros.bringup:main',
+        ],
+    },
+)
