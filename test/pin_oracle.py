@@ -109,7 +109,7 @@ class Oracle:
 
     def frame_jacobian(self, q, link, ref):
         J = pin.computeFrameJacobian(self.pm, self.pd, self.q(q), self.frame_id(link), REFS[ref])
-        return J @ self.P
+        return np.asarray(J).reshape(6, -1) @ self.P
 
     def center_of_mass(self, q):
         return pin.centerOfMass(self.pm, self.pd, self.q(q))

@@ -28,6 +28,8 @@ _F64 = np.float64
 # ---- argument handling ---------------------------------------------------------------
 def _array(x, n, name):
     a = np.ascontiguousarray(x, dtype=_F64)
+    if not a.flags.writeable:   # read-only arrays are another numba type: avoid a recompile
+        a = a.copy()
     if a.ndim == 1:
         if a.shape[0] == n:
             return a

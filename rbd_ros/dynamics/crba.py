@@ -42,6 +42,8 @@ def crba(body_int, body_float, ws, q, H):
             inertia_times_motion(ws[i, IC:IC + 10], column, F)    # F = Ic_i S_i
             tmp = H[vi + k]                                       # S_i^T F into row vi+k
             project_force(jtype, body_float[i], F, tmp, vi)
+            for m in range(k):                                    # exact symmetry in the block
+                H[vi + k, vi + m] = H[vi + m, vi + k]
             j = i
             while body_int[j, PARENT] > 0:                        # F = X_j^* F, up the tree
                 force_to_parent(ws[j, LI_R:LI_R + 9], ws[j, LI_P:LI_P + 3], F, column)

@@ -45,6 +45,7 @@ class JointInfo:
     damping: float = 0.0
     friction: float = 0.0
     mimic: tuple = None     # (leader, multiplier, offset), resolved to a leader that owns a coordinate
+    axis: tuple = (1.0, 0.0, 0.0)   # unit axis in the joint frame (planar: the plane normal)
 
 
 def _planar_basis(normal):
@@ -90,6 +91,7 @@ class Model:
         self.warnings = list(robot.warnings)
         self.floating_base = bool(floating_base)
         self.root_link = robot.root
+        self.link_masses = {name: link.mass for name, link in robot.links.items()}
 
         # ---- walk the tree depth-first, merging fixed joints --------------------------
         body_rows = [dict(parent=-1, jtype=L.JOINT_ROOT, joint=None, E=np.eye(3),
@@ -243,7 +245,8 @@ class Model:
                 nqj = nvj = 0
             infos.append(JointInfo(name, joint.type, joint.parent, joint.child, qi, vi, nqj, nvj,
                                    joint.lower, joint.upper, joint.effort, joint.velocity,
-                                   joint.damping, joint.friction, mimics.get(name)))
+                                   joint.damping, joint.friction, mimics.get(name),
+                                   tuple(float(x) for x in joint.axis)))
         self.joints = infos
         self.joint = {info.name: info for info in infos}
         # per-coordinate limits and per-velocity properties, in public order
@@ -269,10 +272,7 @@ class Model:
         self.ws = np.zeros((nb, L.WS_COLS))
         self.ws[0, L.O_R:L.O_R + 9] = np.eye(3).ravel()   # the world placement, never written
         self.dof_ws = np.zeros((max(self.nv_full, 1), L.DOF_WS_COLS))
-        self.zero_fext = np.zeros((nb, 6))
-        self.zero_fext.setflags(write=False)
-        self.zero_v = np.zeros(self.nv_full)
-        self.zero_v.setflags(write=False)
+        self.zero_fext = np.zeros((nb, 6))   # kernels only read it (writable: one numba type)
 
     # ------------------------------------------------------------------------------------
     def neutral(self):
