@@ -9,86 +9,80 @@
 
 Articulated inertias are general symmetric 6x6 matrices stored row-major (36 entries).
 """
-from ._jit import kernel
+from ._jit import MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, inline_kernel, kernel, signature
 from .checks import BAD_FEXT, OK, STATUS_STRIDE, has_nonfinite_2d, state_status
-from .joints import (add_joint_velocity, body_transform, joint_velocity, motion_subspace_column,
-                     project_force)
-from .layout import (ACC, DINV, GRAVITY, IA, INERTIA, JTYPE, LI_P, LI_R, NVJ, PA, PARENT, QIDX,
-                     SCRATCH, U, UU, VEL, VIDX, VJ)
-from .spatial import (add_bias_force, add_force_to_parent, force_to_parent, motion_cross,
-                      motion_to_child)
+from .joints import body_transform, joint_velocity, motion_subspace_column, project_force
+from .layout import (ACC, DINV, GRAVITY, IA, INERTIA, JTYPE, LI, NVJ, PA, PARENT, QIDX, SCRATCH,
+                     U, UU, VEL, VIDX, VJ)
+from .spatial import add_bias_force, force_to_parent, motion_cross, motion_to_child
 
 
-@kernel
-def inertia_matrix(inertia, out):
-    """The dense 6x6 spatial inertia [[m 1, -[h]], [[h], I]] of a 10-parameter inertia."""
-    m, hx, hy, hz = inertia[0], inertia[1], inertia[2], inertia[3]
+@inline_kernel
+def inertia_matrix(Y, y, out, o):
+    """out[o:o+36] = the dense 6x6 spatial inertia [[m 1, -[h]], [[h], I]] (row-major)."""
+    m, hx, hy, hz = Y[y], Y[y + 1], Y[y + 2], Y[y + 3]
     for k in range(36):
-        out[k] = 0.0
-    out[0] = m
-    out[7] = m
-    out[14] = m
-    out[4], out[5] = hz, -hy          # linear rows: m v - [h] w
-    out[9], out[11] = -hz, hx
-    out[15], out[16] = hy, -hx
-    out[19], out[20] = -hz, hy        # angular rows: [h] v + I w
-    out[24], out[26] = hz, -hx
-    out[30], out[31] = -hy, hx
-    out[21], out[22], out[23] = inertia[4], inertia[5], inertia[6]
-    out[27], out[28], out[29] = inertia[5], inertia[7], inertia[8]
-    out[33], out[34], out[35] = inertia[6], inertia[8], inertia[9]
+        out[o + k] = 0.0
+    out[o], out[o + 7], out[o + 14] = m, m, m
+    out[o + 4], out[o + 5] = hz, -hy          # linear rows: m v - [h] w
+    out[o + 9], out[o + 11] = -hz, hx
+    out[o + 15], out[o + 16] = hy, -hx
+    out[o + 19], out[o + 20] = -hz, hy        # angular rows: [h] v + I w
+    out[o + 24], out[o + 26] = hz, -hx
+    out[o + 30], out[o + 31] = -hy, hx
+    out[o + 21], out[o + 22], out[o + 23] = Y[y + 4], Y[y + 5], Y[y + 6]
+    out[o + 27], out[o + 28], out[o + 29] = Y[y + 5], Y[y + 7], Y[y + 8]
+    out[o + 33], out[o + 34], out[o + 35] = Y[y + 6], Y[y + 8], Y[y + 9]
 
 
-@kernel
-def matrix6_times(M, x, out):
-    """out = M x for a row-major 6x6 M."""
+@inline_kernel
+def matrix6_times(M, m, x, k, out, o):
+    """out[o:o+6] = M x for the row-major 6x6 M at m."""
+    x0, x1, x2, x3, x4, x5 = x[k], x[k + 1], x[k + 2], x[k + 3], x[k + 4], x[k + 5]
     for r in range(6):
-        s = 0.0
-        for c in range(6):
-            s += M[6 * r + c] * x[c]
-        out[r] = s
+        b = m + 6 * r
+        out[o + r] = (M[b] * x0 + M[b + 1] * x1 + M[b + 2] * x2 + M[b + 3] * x3
+                      + M[b + 4] * x4 + M[b + 5] * x5)
 
 
-@kernel
-def add_articulated_inertia_to_parent(E, r, Ia, acc, scratch):
-    """acc += X^* Ia X, one column at a time: column j is X^* (Ia (X e_j)).
-    ``scratch`` holds 18 numbers."""
-    unit, x_col, y_col = scratch[0:6], scratch[6:12], scratch[12:18]
+@inline_kernel
+def add_articulated_inertia_to_parent(X, x, Ia, ia, acc, a, scratch, s):
+    """acc += X^* Ia X, column by column: column j is X^* (Ia (X e_j)). scratch: 12 numbers."""
     for j in range(6):
         for k in range(6):
-            unit[k] = 0.0
-        unit[j] = 1.0
-        motion_to_child(E, r, unit, x_col)
-        matrix6_times(Ia, x_col, y_col)
-        force_to_parent(E, r, y_col, x_col)
+            scratch[s + k] = 0.0
+        scratch[s + j] = 1.0
+        motion_to_child(X, x, scratch, s, scratch, s)
+        matrix6_times(Ia, ia, scratch, s, scratch, s + 6)
+        force_to_parent(X, x, scratch, s + 6, scratch, s, False)
         for k in range(6):
-            acc[6 * k + j] += x_col[k]
+            acc[a + 6 * k + j] += scratch[s + k]
 
 
-@kernel
-def invert_spd(D, n, out):
-    """out = D^-1 for a small symmetric positive-definite n x n D (stride 6), Gauss-Jordan
-    without pivoting (fine for SPD). Destroys D. Returns False if D is singular."""
-    for a in range(n):
-        for b in range(n):
-            out[6 * a + b] = 1.0 if a == b else 0.0
+@inline_kernel
+def invert_spd(D, d, n, out, o):
+    """out = D^-1 for a small symmetric positive-definite n x n D (row stride 6), by
+    Gauss-Jordan without pivoting (fine for SPD). Destroys D. False if D is singular."""
+    for r in range(n):
+        for c in range(n):
+            out[o + 6 * r + c] = 1.0 if r == c else 0.0
     for c in range(n):
-        pivot = D[6 * c + c]
+        pivot = D[d + 7 * c]
         if not pivot > 0.0:
             return False
         for b in range(n):
-            D[6 * c + b] /= pivot
-            out[6 * c + b] /= pivot
-        for a in range(n):
-            if a != c:
-                factor = D[6 * a + c]
+            D[d + 6 * c + b] /= pivot
+            out[o + 6 * c + b] /= pivot
+        for r in range(n):
+            if r != c:
+                factor = D[d + 6 * r + c]
                 for b in range(n):
-                    D[6 * a + b] -= factor * D[6 * c + b]
-                    out[6 * a + b] -= factor * out[6 * c + b]
+                    D[d + 6 * r + b] -= factor * D[d + 6 * c + b]
+                    out[o + 6 * r + b] -= factor * out[o + 6 * c + b]
     return True
 
 
-@kernel
+@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, MATRIX, VECTOR, VECTOR, VECTOR, MATRIX, VECTOR))
 def aba(body_int, body_float, ws, q, qd, tau, f_ext, qdd):
     """qdd = FD(q, qd, tau, f_ext). Returns 0 or a status code (checks)."""
     status = state_status(body_int, q, qd, tau)
@@ -97,80 +91,73 @@ def aba(body_int, body_float, ws, q, qd, tau, f_ext, qdd):
     if has_nonfinite_2d(f_ext):
         return BAD_FEXT
     nb = body_int.shape[0]
-    scratch = ws[0, IA:IA + 36]                # the world row's ABA entries are scratch
-    D = ws[0, DINV:DINV + 36]
-    ws[0, VEL:VEL + 6] = 0.0
-    for i in range(1, nb):                                          # pass 1
-        jtype, vi, p = body_int[i, JTYPE], body_int[i, VIDX], body_int[i, PARENT]
-        joint, w = body_float[i], ws[i]
+    world = ws[0]            # the world row's IA (36) and DINV (36) entries are scratch
+    for k in range(6):
+        world[VEL + k] = 0.0
+    for i in range(1, nb):                                        # pass 1
+        jtype, joint, w = body_int[i, JTYPE], body_float[i], ws[i]
         body_transform(body_float, i, jtype, q, body_int[i, QIDX], ws)
-        v, c, pA = w[VEL:VEL + 6], w[VJ:VJ + 6], w[PA:PA + 6]
-        joint_velocity(jtype, joint, qd, vi, scratch[0:6])          # vJ = S qd
-        motion_to_child(w[LI_R:LI_R + 9], w[LI_P:LI_P + 3], ws[p, VEL:VEL + 6], v)
+        joint_velocity(jtype, joint, qd, body_int[i, VIDX], world, IA, False)   # vJ = S qd
+        motion_to_child(w, LI, ws[body_int[i, PARENT]], VEL, w, VEL)
         for k in range(6):
-            v[k] += scratch[k]
-        motion_cross(v, scratch[0:6], c)                            # c = v x vJ
-        inertia_matrix(joint[INERTIA:INERTIA + 10], w[IA:IA + 36])
+            w[VEL + k] += world[IA + k]                           # v = X v_p + vJ
+        motion_cross(w, VEL, world, IA, w, VJ)                    # c = v x vJ
+        inertia_matrix(joint, INERTIA, w, IA)                     # IA = I
         for k in range(6):
-            pA[k] = -f_ext[i, k]
-        add_bias_force(joint[INERTIA:INERTIA + 10], v, pA)
-    for i in range(nb - 1, 0, -1):                                  # pass 2
+            w[PA + k] = -f_ext[i, k]
+        add_bias_force(joint, INERTIA, w, VEL, w, PA)             # pA = v x* I v - f_ext
+    for i in range(nb - 1, 0, -1):                                # pass 2
         jtype, vi, nv, p = body_int[i, JTYPE], body_int[i, VIDX], body_int[i, NVJ], body_int[i, PARENT]
         joint, w = body_float[i], ws[i]
-        Ia, pA, Ui, Dinv, u = w[IA:IA + 36], w[PA:PA + 6], w[U:U + 36], w[DINV:DINV + 36], w[UU:UU + 6]
-        for k in range(nv):                                         # U = IA S
-            motion_subspace_column(jtype, joint, k, scratch[0:6])
-            matrix6_times(Ia, scratch[0:6], Ui[6 * k:6 * k + 6])
-        for k in range(nv):                                         # D = S^T U
-            project_force(jtype, joint, Ui[6 * k:6 * k + 6], scratch[6:12], 0)
+        for k in range(nv):                                       # U = IA S
+            motion_subspace_column(jtype, joint, k, world, IA)
+            matrix6_times(w, IA, world, IA, w, U + 6 * k)
+        for k in range(nv):                                       # D = S^T U
+            project_force(jtype, joint, w, U + 6 * k, world, IA)
             for m in range(nv):
-                D[6 * m + k] = scratch[6 + m]
-        if not invert_spd(D, nv, Dinv):
+                world[DINV + 6 * m + k] = world[IA + m]
+        if not invert_spd(world, DINV, nv, w, DINV):
             return -1
-        project_force(jtype, joint, pA, u, 0)                       # u = tau - S^T pA
+        project_force(jtype, joint, w, PA, w, UU)                 # u = tau - S^T pA
         for k in range(nv):
-            u[k] = tau[vi + k] - u[k]
+            w[UU + k] = tau[vi + k] - w[UU + k]
         if p > 0:
-            # Ia <- IA - U D^-1 U^T ;  pa = pA + Ia c + U D^-1 u
-            for a in range(6):
-                for b in range(6):
+            for r in range(6):                                    # Ia = IA - U D^-1 U^T
+                for c in range(6):
                     s = 0.0
                     for k in range(nv):
                         for m in range(nv):
-                            s += Ui[6 * k + a] * Dinv[6 * k + m] * Ui[6 * m + b]
-                    Ia[6 * a + b] -= s
-            pa = scratch[12:18]
-            matrix6_times(Ia, w[VJ:VJ + 6], pa)
-            for a in range(6):
+                            s += w[U + 6 * k + r] * w[DINV + 6 * k + m] * w[U + 6 * m + c]
+                    w[IA + 6 * r + c] -= s
+            matrix6_times(w, IA, w, VJ, world, IA)                # pa = pA + Ia c + U D^-1 u
+            for r in range(6):
                 s = 0.0
                 for k in range(nv):
                     for m in range(nv):
-                        s += Ui[6 * k + a] * Dinv[6 * k + m] * u[m]
-                pa[a] += pA[a] + s
-            E, r = w[LI_R:LI_R + 9], w[LI_P:LI_P + 3]
-            add_articulated_inertia_to_parent(E, r, Ia, ws[p, IA:IA + 36], scratch[18:36])
-            add_force_to_parent(E, r, pa, ws[p, PA:PA + 6])
-    ws[0, ACC:ACC + 3] = -body_float[0, GRAVITY:GRAVITY + 3]        # pass 3, a_0 = -g
-    ws[0, ACC + 3:ACC + 6] = 0.0
+                        s += w[U + 6 * k + r] * w[DINV + 6 * k + m] * w[UU + m]
+                world[IA + r] += w[PA + r] + s
+            add_articulated_inertia_to_parent(w, LI, w, IA, ws[p], IA, world, DINV)
+            force_to_parent(w, LI, world, IA, ws[p], PA, True)
+    for k in range(6):                                            # pass 3, a_0 = -g
+        world[ACC + k] = 0.0
+    for k in range(3):
+        world[ACC + k] = -body_float[0, GRAVITY + k]
     for i in range(1, nb):
-        jtype, vi, nv, p = body_int[i, JTYPE], body_int[i, VIDX], body_int[i, NVJ], body_int[i, PARENT]
-        w = ws[i]
-        a = w[ACC:ACC + 6]
-        motion_to_child(w[LI_R:LI_R + 9], w[LI_P:LI_P + 3], ws[p, ACC:ACC + 6], a)
+        vi, nv, w = body_int[i, VIDX], body_int[i, NVJ], ws[i]
+        motion_to_child(w, LI, ws[body_int[i, PARENT]], ACC, w, ACC)
         for k in range(6):
-            a[k] += w[VJ + k]                                       # a' = X a_p + c
-        Ui, Dinv, u = w[U:U + 36], w[DINV:DINV + 36], w[UU:UU + 6]
-        for k in range(nv):                                         # u - U^T a'
+            w[ACC + k] += w[VJ + k]                               # a' = X a_p + c
+        for k in range(nv):                                       # u - U^T a'
             s = 0.0
             for m in range(6):
-                s += Ui[6 * k + m] * a[m]
-            scratch[k] = u[k] - s
-        for k in range(nv):                                         # qdd = D^-1 (...)
+                s += w[U + 6 * k + m] * w[ACC + m]
+            world[SCRATCH + k] = w[UU + k] - s
+        for k in range(nv):                                       # qdd = D^-1 (u - U^T a')
             s = 0.0
             for m in range(nv):
-                s += Dinv[6 * k + m] * scratch[m]
+                s += w[DINV + 6 * k + m] * world[SCRATCH + m]
             qdd[vi + k] = s
-        add_joint_velocity(jtype, body_float[i], qdd, vi, a)        # a = a' + S qdd
+        joint_velocity(body_int[i, JTYPE], body_float[i], qdd, vi, w, ACC, True)  # a = a' + S qdd
     return OK
 
 

@@ -5,6 +5,12 @@ Every function except the frame_* ones takes a leading batch axis: q of shape (N
 results with a leading N, equal to N single calls (the loop runs inside the kernel).
 The model's workspace is reused by every call: one model must not be used from two threads
 at once (build one model per thread).
+
+Each function first tries its kernel directly: the single-configuration kernels are compiled
+for exactly (float64, 1-D, C-contiguous, writable) arrays and check lengths and finiteness
+themselves, so a good call costs one dispatch. Anything else (lists, other dtypes, batches,
+mimic joints, external wrenches, bad values) takes the validating path, which converts, and
+raises a ValueError naming the argument.
 """
 from collections.abc import Mapping
 
@@ -115,6 +121,13 @@ def _batch_of(a):
 # ---- dynamics --------------------------------------------------------------------------
 def inverse_dynamics(model, q, v, a, f_ext=None):
     """RNEA: tau = M(q) a + C(q, v) v + g(q) - sum J^T f_ext."""
+    if f_ext is None and model.direct:
+        tau = np.empty(model.nv)
+        try:
+            if rnea(model.body_int, model.body_float, model.ws, q, v, a, model.zero_fext, tau) == 0:
+                return tau
+        except TypeError:
+            pass
     q, v, a = _arrays(model, q=q, v=v, a=a)
     return _rnea(model, q, v, a, f_ext, ('q', 'v', 'a'))
 
@@ -135,6 +148,15 @@ def _rnea(model, q, v, a, f_ext, names):
 
 def gravity_torques(model, q):
     """g(q): the torques that hold the robot still against gravity."""
+    if model.direct:
+        tau = np.empty(model.nv)
+        zero = model.zero_v
+        try:
+            if rnea(model.body_int, model.body_float, model.ws, q, zero, zero, model.zero_fext,
+                    tau) == 0:
+                return tau
+        except TypeError:
+            pass
     (q,) = _arrays(model, q=q)
     zero = np.zeros(q.shape[:-1] + (model.nv,))
     return _rnea(model, q, zero, zero, None, ('q', 'v', 'a'))
@@ -142,12 +164,27 @@ def gravity_torques(model, q):
 
 def nonlinear_effects(model, q, v):
     """C(q, v) v + g(q)."""
+    if model.direct:
+        tau = np.empty(model.nv)
+        try:
+            if rnea(model.body_int, model.body_float, model.ws, q, v, model.zero_v,
+                    model.zero_fext, tau) == 0:
+                return tau
+        except TypeError:
+            pass
     q, v = _arrays(model, q=q, v=v)
     return _rnea(model, q, v, np.zeros_like(v), None, ('q', 'v', 'a'))
 
 
 def mass_matrix(model, q):
     """CRBA: the joint-space inertia matrix M(q), symmetric positive definite."""
+    if model.direct:
+        H = np.empty((model.nv, model.nv))
+        try:
+            if crba(model.body_int, model.body_float, model.ws, q, H) == 0:
+                return H
+        except TypeError:
+            pass
     (q,) = _arrays(model, q=q)
     batch = _batch_of(q)
     qf = _full_q(model, q)
@@ -186,6 +223,13 @@ def forward_dynamics(model, q, v, tau, f_ext=None, method='aba'):
     ``method='aba'`` runs the articulated-body algorithm (O(n)); ``'crba'`` builds M and
     solves with its branch-induced sparse L^T L factorisation. Models with mimic joints
     always take the CRBA route (their reduced M couples branches)."""
+    if method == 'aba' and f_ext is None and model.direct:
+        qdd = np.empty(model.nv)
+        try:
+            if aba(model.body_int, model.body_float, model.ws, q, v, tau, model.zero_fext, qdd) == 0:
+                return qdd
+        except TypeError:
+            pass
     if method not in ('aba', 'crba'):
         raise ValueError(f"method must be 'aba' or 'crba', got {method!r}")
     q, v, tau = _arrays(model, q=q, v=v, tau=tau)
@@ -240,6 +284,14 @@ class FramePoses(Mapping):
 
 def frame_poses(model, q):
     """World pose (4x4) of every link frame, as a mapping {link name: pose}."""
+    if model.direct:
+        poses = np.empty((len(model.frame_names), 4, 4))
+        try:
+            if frame_placements(model.body_int, model.body_float, model.ws, model.frame_body,
+                                model.frame_placement, q, poses) == 0:
+                return FramePoses(poses, model.frame_index)
+        except TypeError:
+            pass
     (q,) = _arrays(model, q=q)
     if q.ndim != 1:
         raise ValueError('frame_poses takes one configuration q of shape (nq,)')
@@ -286,9 +338,9 @@ def _frame_motion(model, q, v, a, frame, names):
     ws = model.ws[b]
     E = model.frame_placement[f, :9].reshape(3, 3)
     r = model.frame_placement[f, 9:]
-    R_body = ws[L.O_R:L.O_R + 9].reshape(3, 3)
+    R_body = ws[L.O:L.O + 9].reshape(3, 3)
     R = R_body @ E
-    p = R_body @ r + ws[L.O_P:L.O_P + 3]
+    p = R_body @ r + ws[L.O + 9:L.O + 12]
 
     def to_frame(m):   # body-frame motion -> frame-local motion (actInv of the placement)
         ang = m[3:]
@@ -345,11 +397,11 @@ def frame_jacobian(model, q, frame, reference='local_world_aligned'):
     b = model.frame_body[f]
     while b > 0:                       # world-frame columns of every joint above the frame
         row = model.ws[b]
-        R = row[L.O_R:L.O_R + 9].reshape(3, 3)
-        o = row[L.O_P:L.O_P + 3]
+        R = row[L.O:L.O + 9].reshape(3, 3)
+        o = row[L.O + 9:L.O + 12]
         vi = model.body_int[b, L.VIDX]
         for k in range(model.body_int[b, L.NVJ]):
-            motion_subspace_column(model.body_int[b, L.JTYPE], model.body_float[b], k, column)
+            motion_subspace_column(model.body_int[b, L.JTYPE], model.body_float[b], k, column, 0)
             ang = R @ column[3:]
             J[:3, vi + k] = R @ column[:3] + np.cross(o, ang)
             J[3:, vi + k] = ang
@@ -388,7 +440,7 @@ def kinetic_energy(model, q, v):
 def potential_energy(model, q):
     """-sum m_i g . c_i over the moving bodies."""
     (q,) = _arrays(model, q=q)
-    out = np.empty(q.shape[:-1] + (5,))
+    out = np.empty(q.shape[:-1] + (1,))
     args = (model.body_int, model.body_float, model.ws, _full_q(model, q), out)
     status = _pe(*args) if q.ndim == 1 else _pe_batch(*args)
     if status:
@@ -398,6 +450,13 @@ def potential_energy(model, q):
 
 def integrate(model, q, v, dt):
     """q (+) v dt on the configuration manifold (quaternions stay unit)."""
+    if model.direct:
+        out = np.empty(model.nq)
+        try:
+            if _integrate(model.body_int, q, v, dt, out) == 0:
+                return out
+        except TypeError:
+            pass
     q, v = _arrays(model, q=q, v=v)
     dt = float(dt)
     qf, vf = _full_q(model, q), _full_v(model, v)

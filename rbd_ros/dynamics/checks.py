@@ -2,8 +2,8 @@
 array, more than the whole RNEA). Kernels return 0, or a status code naming the argument."""
 import math
 
-from ._jit import kernel
-from .layout import JOINT_FLOATING, JTYPE, QIDX
+from ._jit import inline_kernel
+from .layout import JOINT_FLOATING, JTYPE, NQJ, NVJ, QIDX
 
 OK = 0
 BAD_Q = 1          # non-finite configuration
@@ -11,10 +11,11 @@ BAD_V = 2          # non-finite velocity
 BAD_THIRD = 3      # non-finite acceleration / torque
 BAD_FEXT = 4       # non-finite external wrench
 ZERO_QUATERNION = 5
+BAD_SHAPE = 6      # an array of the wrong length (the Python side finds which)
 STATUS_STRIDE = 8  # batched kernels return index * STATUS_STRIDE + code
 
 
-@kernel
+@inline_kernel
 def has_nonfinite(x):
     for k in range(x.shape[0]):
         if not math.isfinite(x[k]):
@@ -22,7 +23,7 @@ def has_nonfinite(x):
     return False
 
 
-@kernel
+@inline_kernel
 def has_nonfinite_2d(x):
     for i in range(x.shape[0]):
         for k in range(x.shape[1]):
@@ -31,9 +32,11 @@ def has_nonfinite_2d(x):
     return False
 
 
-@kernel
+@inline_kernel
 def configuration_status(body_int, q):
     """BAD_Q for a non-finite q, ZERO_QUATERNION for a floating joint's zero quaternion."""
+    if q.shape[0] != body_int[0, NQJ]:
+        return BAD_SHAPE
     if has_nonfinite(q):
         return BAD_Q
     for i in range(1, body_int.shape[0]):
@@ -45,9 +48,25 @@ def configuration_status(body_int, q):
     return OK
 
 
-@kernel
+@inline_kernel
+def shapes_status(body_int, q, v, third):
+    """BAD_SHAPE unless q has nq entries and v, third have nv (or are empty: unused).
+    The world row of body_int holds the model's internal nq (NQJ) and nv (NVJ)."""
+    if q.shape[0] != body_int[0, NQJ]:
+        return BAD_SHAPE
+    if v.shape[0] != 0 and v.shape[0] != body_int[0, NVJ]:
+        return BAD_SHAPE
+    if third.shape[0] != 0 and third.shape[0] != body_int[0, NVJ]:
+        return BAD_SHAPE
+    return OK
+
+
+@inline_kernel
 def state_status(body_int, q, v, third):
-    """Status of (q, v, a-or-tau); an empty array skips its check."""
+    """Status of (q, v, a-or-tau): shapes, finiteness; an empty array skips its check."""
+    status = shapes_status(body_int, q, v, third)
+    if status != OK:
+        return status
     status = configuration_status(body_int, q)
     if status != OK:
         return status

@@ -7,12 +7,12 @@ dynamic equations, part one).
 """
 import math
 
-from ._jit import kernel
+from ._jit import MODEL_INT, SCALAR, VECTOR, inline_kernel, kernel, signature
 from .checks import BAD_THIRD, OK, STATUS_STRIDE, state_status
 from .layout import JOINT_FLOATING, JOINT_PLANAR, JTYPE, NQJ, QIDX, VIDX
 
 
-@kernel
+@inline_kernel
 def _sinc_terms(theta):
     """(sin t / t, (1 - cos t) / t^2, (t - sin t) / t^3) with series near zero."""
     if theta < 1e-4:
@@ -22,34 +22,7 @@ def _sinc_terms(theta):
     return s / theta, (1.0 - c) / (theta * theta), (theta - s) / (theta * theta * theta)
 
 
-@kernel
-def integrate(body_int, q, v, dt, out):
-    status = state_status(body_int, q, v, q[0:0])
-    if status != OK:
-        return status
-    if not math.isfinite(dt):
-        return BAD_THIRD
-    for i in range(1, body_int.shape[0]):
-        jtype, qi, vi = body_int[i, JTYPE], body_int[i, QIDX], body_int[i, VIDX]
-        if jtype == JOINT_PLANAR:
-            # local twist (vx, vy, w) dt through SE(2) exp, then p <- p + R(theta) V rho
-            rx, ry, phi = v[vi] * dt, v[vi + 1] * dt, v[vi + 2] * dt
-            a, b, _ = _sinc_terms(abs(phi))
-            b = b * phi                          # (1 - cos phi) / phi
-            tx, ty = a * rx - b * ry, b * rx + a * ry
-            c, s = math.cos(q[qi + 2]), math.sin(q[qi + 2])
-            out[qi] = q[qi] + c * tx - s * ty
-            out[qi + 1] = q[qi + 1] + s * tx + c * ty
-            out[qi + 2] = q[qi + 2] + phi
-        elif jtype == JOINT_FLOATING:
-            _integrate_free_flyer(q, v, dt, qi, vi, out)
-        else:
-            for k in range(body_int[i, NQJ]):
-                out[qi + k] = q[qi + k] + v[vi + k] * dt
-    return OK
-
-
-@kernel
+@inline_kernel
 def _integrate_free_flyer(q, v, dt, qi, vi, out):
     vx, vy, vz = v[vi] * dt, v[vi + 1] * dt, v[vi + 2] * dt
     wx, wy, wz = v[vi + 3] * dt, v[vi + 4] * dt, v[vi + 5] * dt
@@ -77,6 +50,33 @@ def _integrate_free_flyer(q, v, dt, qi, vi, out):
     nw = w * ew - x * ex - y * ey - z * ez
     norm = math.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
     out[qi + 3], out[qi + 4], out[qi + 5], out[qi + 6] = nx / norm, ny / norm, nz / norm, nw / norm
+
+
+@kernel(signature=signature(MODEL_INT, VECTOR, VECTOR, SCALAR, VECTOR))
+def integrate(body_int, q, v, dt, out):
+    status = state_status(body_int, q, v, q[0:0])
+    if status != OK:
+        return status
+    if not math.isfinite(dt):
+        return BAD_THIRD
+    for i in range(1, body_int.shape[0]):
+        jtype, qi, vi = body_int[i, JTYPE], body_int[i, QIDX], body_int[i, VIDX]
+        if jtype == JOINT_PLANAR:
+            # local twist (vx, vy, w) dt through SE(2) exp, then p <- p + R(theta) V rho
+            rx, ry, phi = v[vi] * dt, v[vi + 1] * dt, v[vi + 2] * dt
+            a, b, _ = _sinc_terms(abs(phi))
+            b = b * phi                          # (1 - cos phi) / phi
+            tx, ty = a * rx - b * ry, b * rx + a * ry
+            c, s = math.cos(q[qi + 2]), math.sin(q[qi + 2])
+            out[qi] = q[qi] + c * tx - s * ty
+            out[qi + 1] = q[qi + 1] + s * tx + c * ty
+            out[qi + 2] = q[qi + 2] + phi
+        elif jtype == JOINT_FLOATING:
+            _integrate_free_flyer(q, v, dt, qi, vi, out)
+        else:
+            for k in range(body_int[i, NQJ]):
+                out[qi + k] = q[qi + k] + v[vi + k] * dt
+    return OK
 
 
 @kernel

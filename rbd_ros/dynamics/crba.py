@@ -10,14 +10,14 @@ tree's H costs what its branches cost, not O(n^3).
 """
 import math
 
-from ._jit import kernel
+from ._jit import MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, kernel, signature
 from .checks import OK, STATUS_STRIDE, configuration_status
 from .joints import body_transform, motion_subspace_column, project_force
-from .layout import (IC, INERTIA, JTYPE, LI_P, LI_R, NVJ, PARENT, QIDX, SCRATCH, VIDX)
+from .layout import IC, INERTIA, JTYPE, LI, NVJ, PARENT, QIDX, SCRATCH, VIDX
 from .spatial import add_inertia_to_parent, force_to_parent, inertia_times_motion
 
 
-@kernel
+@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, MATRIX, VECTOR, MATRIX))
 def crba(body_int, body_float, ws, q, H):
     """H = M(q), the joint-space inertia matrix (both triangles filled)."""
     status = configuration_status(body_int, q)
@@ -27,35 +27,31 @@ def crba(body_int, body_float, ws, q, H):
     H[:, :] = 0.0      # entries outside the branch-induced pattern stay zero
     for i in range(1, nb):
         body_transform(body_float, i, body_int[i, JTYPE], q, body_int[i, QIDX], ws)
-        ws[i, IC:IC + 10] = body_float[i, INERTIA:INERTIA + 10]
-    for i in range(nb - 1, 0, -1):                                # composite inertias
+        for k in range(10):
+            ws[i, IC + k] = body_float[i, INERTIA + k]
+    for i in range(nb - 1, 0, -1):                                # Ic_p += X^* Ic_i X
         p = body_int[i, PARENT]
         if p > 0:
-            add_inertia_to_parent(ws[i, LI_R:LI_R + 9], ws[i, LI_P:LI_P + 3],
-                                  ws[i, IC:IC + 10], ws[p, IC:IC + 10])
-    column = ws[0, SCRATCH:SCRATCH + 6]
-    F = ws[0, IC:IC + 6]                   # the world row's IC entries are free scratch
+            add_inertia_to_parent(ws[i], LI, ws[i], IC, ws[p], IC)
+    scratch = ws[0]          # the world row's IC and SCRATCH entries: S column and F
     for i in range(1, nb):
         jtype, vi = body_int[i, JTYPE], body_int[i, VIDX]
         for k in range(body_int[i, NVJ]):
-            motion_subspace_column(jtype, body_float[i], k, column)
-            inertia_times_motion(ws[i, IC:IC + 10], column, F)    # F = Ic_i S_i
-            tmp = H[vi + k]                                       # S_i^T F into row vi+k
-            project_force(jtype, body_float[i], F, tmp, vi)
+            motion_subspace_column(jtype, body_float[i], k, scratch, SCRATCH)
+            inertia_times_motion(ws[i], IC, scratch, SCRATCH, scratch, IC)   # F = Ic_i S_i
+            row = H[vi + k]
+            project_force(jtype, body_float[i], scratch, IC, row, vi)          # H_ii = S^T F
             for m in range(k):                                    # exact symmetry in the block
                 H[vi + k, vi + m] = H[vi + m, vi + k]
             j = i
             while body_int[j, PARENT] > 0:                        # F = X_j^* F, up the tree
-                force_to_parent(ws[j, LI_R:LI_R + 9], ws[j, LI_P:LI_P + 3], F, column)
-                F[:] = column
+                force_to_parent(ws[j], LI, scratch, IC, scratch, IC, False)
                 j = body_int[j, PARENT]
-                project_force(body_int[j, JTYPE], body_float[j], F, tmp, body_int[j, VIDX])
-            j = i
-            while body_int[j, PARENT] > 0:                        # mirror the row
-                j = body_int[j, PARENT]
+                project_force(body_int[j, JTYPE], body_float[j], scratch, IC, row,
+                              body_int[j, VIDX])                  # H_ij = S_j^T F
                 vj = body_int[j, VIDX]
-                for m in range(body_int[j, NVJ]):
-                    H[vj + m, vi + k] = H[vi + k, vj + m]
+                for m in range(body_int[j, NVJ]):                 # and its mirror H_ji
+                    H[vj + m, vi + k] = row[vj + m]
     return OK
 
 

@@ -75,8 +75,13 @@ def _link_inertia(link):
     Ic = link.com_rotation @ link.inertia @ link.com_rotation.T
     local = np.array([link.mass, 0, 0, 0, Ic[0, 0], Ic[0, 1], Ic[0, 2], Ic[1, 1], Ic[1, 2],
                       Ic[2, 2]])
-    add_inertia_to_parent(np.eye(3).ravel(), np.asarray(link.com_xyz, float), local, params)
+    add_inertia_to_parent(_transform(np.eye(3), link.com_xyz), 0, local, 0, params, 0)
     return params
+
+
+def _transform(E, r):
+    """The 12-number transform (rotation row-major, then translation) of (E, r)."""
+    return np.concatenate([np.asarray(E, float).ravel(), np.asarray(r, float)])
 
 
 class Model:
@@ -135,8 +140,7 @@ class Model:
             nqj, nvj = _SIZES[jtype]
             body_int[i] = (row['parent'], jtype, nq, nv, nqj, nvj, 0)
             nq, nv = nq + nqj, nv + nvj
-            body_float[i, L.PLC_R:L.PLC_R + 9] = row['E'].ravel()
-            body_float[i, L.PLC_P:L.PLC_P + 3] = row['r']
+            body_float[i, L.PLACEMENT:L.PLACEMENT + 12] = _transform(row['E'], row['r'])
             body_float[i, L.AXIS:L.AXIS + 3] = row['axis']
             if jtype == L.JOINT_PLANAR:
                 e1, e2 = _planar_basis(row['axis'])
@@ -150,9 +154,10 @@ class Model:
         inertia = np.zeros((nb, 10))
         for name, link in robot.links.items():
             b = link_body[name]
-            add_inertia_to_parent(link_E[name].ravel(), link_r[name], _link_inertia(link),
-                                  inertia[b])
+            add_inertia_to_parent(_transform(link_E[name], link_r[name]), 0, _link_inertia(link),
+                                  0, inertia[b], 0)
         body_float[:, L.INERTIA:L.INERTIA + 10] = inertia
+        body_int[0, L.NQJ], body_int[0, L.NVJ] = nq, nv   # the world row: internal sizes
         self.body_int, self.body_float = body_int, body_float
         self.nq_full, self.nv_full = nq, nv
 
@@ -171,7 +176,7 @@ class Model:
         self.frame_names = _links_depth_first(robot)
         self.frame_index = {name: k for k, name in enumerate(self.frame_names)}
         self.frame_body = np.array([link_body[n] for n in self.frame_names], dtype=np.int64)
-        self.frame_placement = np.array([np.concatenate([link_E[n].ravel(), link_r[n]])
+        self.frame_placement = np.array([_transform(link_E[n], link_r[n])
                                          for n in self.frame_names])
 
         # ---- public coordinates (mimic joints removed) and joint metadata --------------
@@ -270,9 +275,11 @@ class Model:
     def _allocate_workspace(self):
         nb = self.body_int.shape[0]
         self.ws = np.zeros((nb, L.WS_COLS))
-        self.ws[0, L.O_R:L.O_R + 9] = np.eye(3).ravel()   # the world placement, never written
+        self.ws[0, L.O:L.O + 9] = np.eye(3).ravel()   # the world placement, never written
         self.dof_ws = np.zeros((max(self.nv_full, 1), L.DOF_WS_COLS))
-        self.zero_fext = np.zeros((nb, 6))   # kernels only read it (writable: one numba type)
+        self.zero_fext = np.zeros((nb, 6))   # kernels only read these (writable: one numba type)
+        self.zero_v = np.zeros(self.nv_full)
+        self.direct = not self.has_mimic      # public coordinates are the kernels' own
 
     # ------------------------------------------------------------------------------------
     def neutral(self):
