@@ -1,0 +1,165 @@
+"""bringup: start any set of rbd_ros nodes in one process, on one executor, from one YAML file.
+
+The equivalent of launch/rbd.launch.py and launch/sim.launch.py for machines without ROS's
+``launch``. The YAML file is an ordinary ROS 2 parameters file (as given to ``--params-file``):
+every node whose name has a section in it (``rbd_dynamics``, ``rbd_frames``, ``rbd_sim``) is
+started, unless ``--nodes`` picks them.
+
+    bringup [CONFIG.yaml] [--urdf PATH] [--nodes sim,dynamics,frames] [--duration S]
+            [--ros-args ...]
+
+``--urdf`` reads a URDF file into every node's ``robot_description`` parameter (without it, the
+nodes take the latched ``robot_description`` topic or the YAML's value).
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+NODE_CLASSES = {
+    'dynamics': ('rbd_ros.dynamics_node', 'DynamicsNode', 'rbd_dynamics'),
+    'frames': ('rbd_ros.frames_node', 'FramesNode', 'rbd_frames'),
+    'sim': ('rbd_ros.sim_node', 'SimNode', 'rbd_sim'),
+}
+#: the remapping that closes the loop (as in launch/sim.launch.py)
+CLOSE_LOOP_REMAP = '~/effort_commands:=/rbd_dynamics/effort_commands'
+#: start order: the simulator first, so that joint_states exist when the consumers come up
+START_ORDER = ('sim', 'dynamics', 'frames')
+
+
+def package_file(*parts: str) -> pathlib.Path:
+    """A file shipped with rbd_ros: next to the sources (editable install, source tree), or in
+    the package's share directory (colcon / pip install)."""
+    here = pathlib.Path(__file__).resolve().parent
+    for candidate in (here.joinpath(*parts), here.parent.joinpath(*parts)):
+        if candidate.exists():
+            return candidate
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        candidate = pathlib.Path(get_package_share_directory('rbd_ros')).joinpath(*parts)
+        if candidate.exists():
+            return candidate
+    except Exception:   # noqa: BLE001 - no ament index
+        pass
+    prefix = pathlib.Path(sys.prefix) / 'share' / 'rbd_ros'
+    return prefix.joinpath(*parts)
+
+
+def default_urdf() -> pathlib.Path:
+    """The bundled 7-DoF arm."""
+    here = pathlib.Path(__file__).resolve().parent / 'robots' / 'rbd_arm7.urdf'
+    return here if here.exists() else package_file('robots', 'rbd_arm7.urdf')
+
+
+def default_config() -> pathlib.Path:
+    return package_file('config', 'rbd.yaml')
+
+
+def nodes_in_config(config: str | pathlib.Path | None) -> list[str]:
+    """Keys of NODE_CLASSES whose node name has a section in the parameters file."""
+    if config is None:
+        return []
+    data = yaml.safe_load(pathlib.Path(config).read_text()) or {}
+    names = {str(k).strip('/').split('/')[-1] for k in data}
+    return [key for key in START_ORDER if NODE_CLASSES[key][2] in names]
+
+
+def create_nodes(which: Iterable[str], *, config=None, urdf_xml: str | None = None,
+                 overrides: Mapping[str, Mapping[str, Any]] | None = None, context=None,
+                 namespace: str | None = None) -> list:
+    """Instantiate the nodes ``which`` (keys of NODE_CLASSES) in ``context``, in START_ORDER.
+    Parameters: the YAML ``config`` (a ROS parameters file), then ``urdf_xml`` as
+    robot_description, then ``overrides[key]`` ({name: value}), later ones winning. With both
+    sim and dynamics, the loop is closed: the simulator's ~/effort_commands is remapped to the
+    dynamics node's (so ``command_source`` on rbd_dynamics drives the simulated robot)."""
+    import importlib
+
+    from rclpy.parameter import Parameter
+
+    which = set(which)
+    nodes = []
+    try:
+        for key in sorted(which, key=START_ORDER.index):
+            module, cls_name, _ = NODE_CLASSES[key]
+            cls = getattr(importlib.import_module(module), cls_name)
+            params = {}
+            if urdf_xml is not None:
+                params['robot_description'] = urdf_xml
+            params.update((overrides or {}).get(key, {}))
+            cli_args = ['--ros-args']
+            if config:
+                cli_args += ['--params-file', str(config)]
+            if key == 'sim' and 'dynamics' in which:
+                cli_args += ['-r', CLOSE_LOOP_REMAP]
+            nodes.append(cls(context=context, namespace=namespace, cli_args=cli_args,
+                             parameter_overrides=[Parameter(k, value=v)
+                                                  for k, v in params.items()]))
+    except Exception:
+        for node in nodes:
+            node.destroy_node()
+        raise
+    return nodes
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog='bringup', description=__doc__.split('\n\n')[0])
+    parser.add_argument('config', nargs='?', default=None,
+                        help='ROS 2 parameters file (default: the package\'s config/rbd.yaml)')
+    parser.add_argument('--urdf', help='URDF file for robot_description ("bundled": the '
+                        'bundled arm)')
+    parser.add_argument('--nodes', help='comma-separated subset of sim,dynamics,frames '
+                        '(default: the nodes with a section in the config)')
+    parser.add_argument('--duration', type=float, default=0.0,
+                        help='stop after this many seconds (default: run until Ctrl-C)')
+    return parser.parse_args(argv)
+
+
+def main(args: list[str] | None = None) -> int:
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    from rclpy.utilities import remove_ros_args
+
+    from rbd_ros.ros_conversions import make_executor, spin
+
+    argv = sys.argv if args is None else ['bringup', *args]
+    opts = parse_args(remove_ros_args(argv)[1:])
+    config = opts.config or default_config()
+    which = opts.nodes.split(',') if opts.nodes else nodes_in_config(config)
+    unknown = [w for w in which if w not in NODE_CLASSES]
+    if unknown or not which:
+        print(f'bringup: nothing to start (unknown nodes {unknown}; choose from '
+              f'{", ".join(START_ORDER)})', file=sys.stderr)
+        return 2
+    urdf_xml = None
+    if opts.urdf:
+        path = default_urdf() if opts.urdf == 'bundled' else pathlib.Path(opts.urdf)
+        urdf_xml = path.read_text()
+
+    rclpy.init(args=argv)
+    nodes, executor = [], None
+    try:
+        nodes = create_nodes(which, config=config, urdf_xml=urdf_xml)
+        executor = make_executor()
+        for node in nodes:
+            executor.add_node(node)
+        spin(executor, duration=opts.duration)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except ValueError as exc:   # invalid parameters
+        print(f'bringup: {exc}', file=sys.stderr)
+        return 2
+    finally:
+        if executor is not None:
+            executor.shutdown()
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""Shared fixtures for the ROS 2 tests (test_ros_*.py).
+
+Every test process gets a private DDS domain id (a lock file per id, so two test runs on one
+machine never share one), discovery is limited to localhost, Fast DDS uses UDP only (no
+/dev/shm leftovers), and ROS logs go to a temporary directory. Each test gets a fresh rclpy
+Context; nodes under test and the test's own probe node spin in a background executor.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+import threading
+import time
+import warnings
+
+import pytest
+
+os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+os.environ.setdefault('FASTDDS_BUILTIN_TRANSPORTS', 'UDPv4')
+if not os.environ.get('ROS_LOG_DIR'):
+    os.environ['ROS_LOG_DIR'] = tempfile.mkdtemp(prefix='rbd_ros_test_log_')
+warnings.filterwarnings('ignore', category=DeprecationWarning, module='lark')
+
+
+def pytest_configure(config):
+    # the first ROS message import makes lark warn about sre_parse/sre_constants
+    config.addinivalue_line('filterwarnings', "ignore:module 'sre_:DeprecationWarning")
+
+_domain_lock = None
+
+
+def _private_domain_id() -> int:
+    """A ROS domain id no other test process on this machine holds (1..100)."""
+    global _domain_lock
+    if _domain_lock is not None:
+        return _domain_lock[1]
+    start = os.getpid() % 100
+    for k in range(100):
+        domain = 1 + (start + k) % 100
+        fh = open(os.path.join(tempfile.gettempdir(), f'rbd_ros_test_domain_{domain}.lock'), 'w')
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            continue
+        _domain_lock = (fh, domain)   # held until the process exits
+        return domain
+    raise RuntimeError('no free ROS domain id for the tests')
+
+
+class RosHarness:
+    """A fresh Context on the private domain, an executor spinning in a thread, and helpers to
+    publish, collect and wait."""
+
+    def __init__(self):
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.domain_id = _private_domain_id()
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=self.domain_id)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.nodes = []
+        self.probe = self.add(rclpy.create_node('rbd_test_probe', context=self.context))
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self):
+        from rclpy.executors import ExternalShutdownException
+        try:
+            while self.context.ok():
+                self.executor.spin_once(timeout_sec=0.05)
+        except (ExternalShutdownException, RuntimeError):
+            pass
+
+    def add(self, node):
+        self.nodes.append(node)
+        self.executor.add_node(node)
+        return node
+
+    def remove(self, node):
+        self.executor.remove_node(node)
+        self.nodes.remove(node)
+        node.destroy_node()
+
+    def start(self, cls, params=None, **kwargs):
+        """Instantiate an rbd_ros node class with parameter overrides and spin it."""
+        from rclpy.parameter import Parameter
+        overrides = [Parameter(k, value=v) for k, v in (params or {}).items()]
+        return self.add(cls(context=self.context, parameter_overrides=overrides, **kwargs))
+
+    def collect(self, msg_type, topic, qos=None):
+        """Subscribe on the probe node; returns a list that fills with received messages."""
+        from rbd_ros.ros_conversions import OUTPUT_QOS
+        box = []
+        self.probe.create_subscription(msg_type, topic, box.append, qos or OUTPUT_QOS)
+        return box
+
+    def publisher(self, msg_type, topic, qos=None, wait_for=None):
+        """A probe publisher; with ``wait_for`` (a number of subscriptions), wait until that many
+        subscribers have matched."""
+        from rbd_ros.ros_conversions import OUTPUT_QOS
+        pub = self.probe.create_publisher(msg_type, topic, qos or OUTPUT_QOS)
+        if wait_for:
+            wait_until(lambda: pub.get_subscription_count() >= wait_for,
+                       what=f'{wait_for} subscriber(s) on {topic}')
+        return pub
+
+    def wait_for_publisher(self, topic, count=1):
+        wait_until(lambda: self.probe.count_publishers(topic) >= count,
+                   what=f'{count} publisher(s) on {topic}')
+
+    def close(self):
+        self.executor.shutdown(timeout_sec=1.0)
+        for node in list(self.nodes):
+            try:
+                node.destroy_node()
+            except Exception:   # noqa: BLE001
+                pass
+        self.context.try_shutdown()
+        self._thread.join(timeout=5)
+
+
+def publish_until(pub, msg, predicate, timeout=15.0, what='a reply', every=0.5):
+    """Publish ``msg`` until ``predicate`` holds (re-sending covers a best-effort loss)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pub.publish(msg)
+        t_next = time.monotonic() + every
+        while time.monotonic() < t_next:
+            if predicate():
+                return
+            time.sleep(0.005)
+    pytest.fail(f'timed out after {timeout} s waiting for {what}')
+
+
+def wait_until(predicate, timeout=15.0, what='condition', period=0.01):
+    """Poll ``predicate`` until it is true; fail the test after ``timeout`` s (discovery can take
+    seconds on a busy 2-core machine)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(period)
+    pytest.fail(f'timed out after {timeout} s waiting for {what}')
+
+
+@pytest.fixture
+def ros():
+    pytest.importorskip('rclpy')
+    harness = RosHarness()
+    try:
+        yield harness
+    finally:
+        harness.close()

@@ -1,0 +1,132 @@
+"""rbd_ros.ros_conversions without DDS: model snapshot, joint-state merging and validation,
+quaternion conversion, parameter validation."""
+import math
+import pathlib
+
+import numpy as np
+import pytest
+
+pytest.importorskip('rclpy')
+
+from builtin_interfaces.msg import Time  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+import rbd_ros.dynamics as rbd  # noqa: E402
+from rbd_ros import ros_conversions as rc  # noqa: E402
+
+DATA = pathlib.Path(__file__).parent / 'data' / 'ros'
+TREE3 = (DATA / 'tree3.urdf').read_text()
+QUAD2 = (DATA / 'quad2.urdf').read_text()
+
+
+def js(names, position=(), velocity=(), effort=(), sec=0, nanosec=0):
+    msg = JointState(name=list(names), position=[float(x) for x in position],
+                     velocity=[float(x) for x in velocity], effort=[float(x) for x in effort])
+    msg.header.stamp = Time(sec=sec, nanosec=nanosec)
+    return msg
+
+
+def test_load_model_indices_match_core():
+    lm = rc.load_model(TREE3, False, (0, 0, -9.81))
+    model = lm.model
+    assert lm.joint_names == tuple(model.joint_names)   # all single-DoF here
+    for name, qi in zip(lm.joint_names, lm.q_index):
+        assert model.joint[name].q_index == qi
+    assert lm.mimic_names == ('finger_joint',)
+    q = np.array([0.3, -0.2, 1.0, 0.05])
+    assert lm.mimic_positions(q)[0] == pytest.approx(model.mimic_positions(q)['finger_joint'])
+    assert lm.lower[lm.name_to_slot['j1']] == -2.5
+    assert math.isinf(lm.upper[lm.name_to_slot['j2']])   # continuous
+
+
+def test_load_model_floating_base():
+    lm = rc.load_model(QUAD2, True, (0, 0, -9.81))
+    assert lm.nq == 11 and lm.nv == 10
+    assert lm.multi_dof_names == ()     # the added base is not a URDF joint
+    assert lm.q_neutral[6] == 1.0
+    q = lm.full_q(np.arange(4.0), np.array([1, 2, 3, 0, 0, 0, 1.0]))
+    assert list(q[:3]) == [1, 2, 3] and list(q[lm.q_index]) == [0, 1, 2, 3]
+
+
+def test_load_model_errors():
+    with pytest.raises(ValueError):
+        rc.load_model('', False, (0, 0, -9.81))
+    with pytest.raises(rbd.ModelError):
+        rc.load_model('<robot name="x"><link name="a"/><joint', False, (0, 0, -9.81))
+
+
+def test_merger_shuffled_partial_unknown():
+    lm = rc.load_model(TREE3, False, (0, 0, -9.81))
+    m = rc.JointStateMerger(lm)
+    unknown, has_effort = m.update(js(['j3', 'nope', 'j1'], [0.1, 9, 0.5], effort=[1, 2, 3]))
+    assert unknown == ['nope'] and has_effort and not m.complete
+    m.update(js(['j2', 'j_side', 'finger_joint'], [0.7, -0.3, 5.0], sec=1))
+    assert m.complete and not m.effort_complete
+    q = dict(zip(lm.joint_names, m.position))
+    assert q == {'j1': 0.5, 'j_side': -0.3, 'j2': 0.7, 'j3': 0.1}
+
+
+@pytest.mark.parametrize('msg, reason', [
+    (js(['j1', 'j2'], [0.1]), 'length_mismatch'),
+    (js(['j1', 'j2'], [0.1, 0.2], velocity=[1.0]), 'length_mismatch'),
+    (js(['j1', 'j2'], [0.1, 0.2], effort=[1, 2, 3]), 'length_mismatch'),
+    (js(['j1', 'j2'], [0.1, math.nan]), 'non_finite'),
+    (js(['j1'], [0.1], velocity=[math.inf]), 'non_finite'),
+    (js(['j1', 'j1'], [0.1, 0.2]), 'duplicate_names'),
+    (js(['j1'], [0.1], sec=4), 'time_backwards'),
+])
+def test_merger_rejects_whole_message(msg, reason):
+    lm = rc.load_model(TREE3, False, (0, 0, -9.81))
+    m = rc.JointStateMerger(lm)
+    m.update(js(['j1', 'j2'], [1.0, 2.0], sec=5))
+    with pytest.raises(rc.Rejected) as err:
+        m.update(msg)
+    assert err.value.reason == reason
+    assert list(m.position[:1]) == [1.0]   # nothing was taken from the rejected message
+
+
+def test_merger_carries_state_across_model_swap():
+    lm = rc.load_model(TREE3, False, (0, 0, -9.81))
+    m = rc.JointStateMerger(lm)
+    m.update(js(['j1', 'j2', 'j3', 'j_side'], [1, 2, 0.1, 4]))
+    m2 = rc.JointStateMerger(rc.load_model(TREE3, False, (0, 0, -1.0)), m)
+    assert m2.complete and list(m2.position) == list(m.position)
+
+
+def test_quaternion_round_trip():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        q = rng.normal(size=4)
+        q /= np.linalg.norm(q)
+        r = rc.matrix_from_quaternion(*q)
+        back = np.array(rc.quaternion_from_matrix(r))
+        assert np.allclose(rc.matrix_from_quaternion(*back), r, atol=1e-12)
+        assert back[3] >= 0
+
+
+def test_odometry_to_base_rejects_bad_values():
+    from nav_msgs.msg import Odometry
+    msg = Odometry()
+    msg.pose.pose.orientation.w = 2.0
+    q, v = rc.odometry_to_base(msg)
+    assert q[6] == 1.0 and not v.any()
+    msg.pose.pose.orientation.w = 0.0
+    with pytest.raises(rc.Rejected):
+        rc.odometry_to_base(msg)
+    msg.pose.pose.orientation.w = 1.0
+    msg.twist.twist.linear.x = math.nan
+    with pytest.raises(rc.Rejected):
+        rc.odometry_to_base(msg)
+
+
+def test_parameter_validators():
+    with pytest.raises(ValueError):
+        rc.one_of('a', 'b')('c')
+    with pytest.raises(ValueError):
+        rc.positive(0.0)
+    with pytest.raises(ValueError):
+        rc.finite_vector(3)([0.0, 1.0])
+    with pytest.raises(ValueError):
+        rc.finite_vector()([math.nan])
+    with pytest.raises(ValueError):
+        rc.joint_states_qos('fast')
