@@ -1,0 +1,128 @@
+"""rbd_ros.dynamics against Pinocchio, side by side in one run.
+
+    .venv/bin/python -m benchmarks.dynamics_bench [--smoke]
+
+Per-call medians (single configuration, from Python) for inverse_dynamics, gravity_torques,
+mass_matrix, forward_dynamics and frame_poses on the bundled 7-DoF arm and the 43-joint
+floating-base G1 humanoid (nv = 49), then batched throughput (N configurations in one call)
+against a Python loop of Pinocchio calls over the same configurations.
+"""
+import argparse
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+
+import rbd_ros.dynamics as rbd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROBOTS = [('arm7 (7 DoF, fixed)', os.path.join(HERE, '..', 'rbd_ros', 'robots', 'rbd_arm7.urdf'), False),
+          ('G1 humanoid (nv 49, floating)', os.path.join(HERE, '..', 'test', 'data', 'robots',
+                                                         'humanoid.urdf'), True)]
+
+
+def per_call_us(fn, seconds):
+    """Median over repeats of the mean time of a tight loop, in microseconds."""
+    fn()
+    n = 1
+    while True:                          # calibrate a loop of ~10 ms
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        if time.perf_counter() - start > 0.01:
+            break
+        n *= 2
+    samples, deadline = [], time.perf_counter() + seconds
+    while time.perf_counter() < deadline or len(samples) < 5:
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        samples.append((time.perf_counter() - start) / n * 1e6)
+    return statistics.median(samples)
+
+
+def pinocchio_state(pm, model, q, v):
+    """Our (q, v) in Pinocchio's joint order (joints matched by name)."""
+    qp, vp = np.zeros(pm.nq), np.zeros(pm.nv)
+    for jid in range(1, pm.njoints):
+        info = model.joint[pm.names[jid]]
+        jm = pm.joints[jid]
+        values = q[info.q_index:info.q_index + info.nq]
+        if jm.nq == 2 and info.nq == 1:
+            values = [np.cos(values[0]), np.sin(values[0])]
+        qp[jm.idx_q:jm.idx_q + jm.nq] = values
+        vp[jm.idx_v:jm.idx_v + jm.nv] = v[info.v_index:info.v_index + info.nv]
+    return qp, vp
+
+
+def run(smoke=False, out=print):
+    import pinocchio as pin
+    seconds = 0.05 if smoke else 1.0
+    batch = 200 if smoke else 10_000
+    out(f'machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, '
+        f'numba kernels {"on" if rbd.JIT_ENABLED else "OFF"}, Pinocchio {pin.__version__}')
+    out('')
+    out(f'| function | robot | rbd_ros us | Pinocchio us | ratio |')
+    out(f'|---|---|---:|---:|---:|')
+    rows, batch_rows = [], []
+    for label, path, floating in ROBOTS:
+        model = rbd.Model.from_urdf(path, floating_base=floating)
+        pm = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
+              else pin.buildModelFromUrdf(path))
+        pd = pm.createData()
+        rng = np.random.default_rng(0)
+        q, v, a = model.random_configuration(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+        qp, vp = pinocchio_state(pm, model, q, v)
+        _, ap = pinocchio_state(pm, model, q, a)
+        cases = [
+            ('inverse_dynamics', lambda: rbd.inverse_dynamics(model, q, v, a),
+             lambda: pin.rnea(pm, pd, qp, vp, ap)),
+            ('gravity_torques', lambda: rbd.gravity_torques(model, q),
+             lambda: pin.computeGeneralizedGravity(pm, pd, qp)),
+            ('mass_matrix', lambda: rbd.mass_matrix(model, q), lambda: pin.crba(pm, pd, qp)),
+            ('forward_dynamics', lambda: rbd.forward_dynamics(model, q, v, a),
+             lambda: pin.aba(pm, pd, qp, vp, ap)),
+            ('frame_poses', lambda: rbd.frame_poses(model, q),
+             lambda: pin.framesForwardKinematics(pm, pd, qp)),
+        ]
+        for name, ours, theirs in cases:
+            t_ours, t_pin = per_call_us(ours, seconds), per_call_us(theirs, seconds)
+            rows.append((name, label, t_ours, t_pin))
+            out(f'| {name} | {label} | {t_ours:.2f} | {t_pin:.2f} | {t_ours / t_pin:.2f} |')
+        Q = np.stack([model.random_configuration(rng) for _ in range(batch)])
+        V, A = rng.normal(size=(batch, model.nv)), rng.normal(size=(batch, model.nv))
+        P = [pinocchio_state(pm, model, Q[n], V[n]) + (pinocchio_state(pm, model, Q[n], A[n])[1],)
+             for n in range(batch)]
+        batched = [
+            ('inverse_dynamics', lambda: rbd.inverse_dynamics(model, Q, V, A),
+             lambda: [pin.rnea(pm, pd, qp_, vp_, ap_) for qp_, vp_, ap_ in P]),
+            ('gravity_torques', lambda: rbd.gravity_torques(model, Q),
+             lambda: [pin.computeGeneralizedGravity(pm, pd, qp_) for qp_, _, _ in P]),
+            ('forward_dynamics', lambda: rbd.forward_dynamics(model, Q, V, A),
+             lambda: [pin.aba(pm, pd, qp_, vp_, ap_) for qp_, vp_, ap_ in P]),
+        ]
+        for name, ours, theirs in batched:
+            t_ours = per_call_us(ours, seconds) / batch
+            t_pin = per_call_us(theirs, seconds) / batch
+            batch_rows.append((name, label, t_ours, t_pin))
+    out('')
+    out(f'Batched, N = {batch} configurations per call (throughput in thousand configurations/s):')
+    out('')
+    out('| function | robot | rbd_ros k/s | Pinocchio loop k/s | speed-up |')
+    out('|---|---|---:|---:|---:|')
+    for name, label, t_ours, t_pin in batch_rows:
+        out(f'| {name} | {label} | {1e3 / t_ours:.0f} | {1e3 / t_pin:.0f} | {t_pin / t_ours:.2f} |')
+    return rows, batch_rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--smoke', action='store_true', help='seconds-long run (tests)')
+    args = parser.parse_args()
+    run(smoke=args.smoke)
+
+
+if __name__ == '__main__':
+    main()
