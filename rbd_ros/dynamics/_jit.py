@@ -16,7 +16,7 @@ except ImportError:  # pragma: no cover - exercised by the no-JIT test in a subp
 JIT_ENABLED = _numba is not None and os.environ.get('NUMBA_DISABLE_JIT', '') in ('', '0')
 
 
-def kernel(fn=None, signature=None):
+def kernel(fn=None, signature=None, parallel=False):
     """Compile ``fn`` with numba (cached on disk, no Python objects, GIL released).
 
     With a ``signature`` the kernel is compiled for exactly those types: any other argument
@@ -25,7 +25,8 @@ def kernel(fn=None, signature=None):
     def wrap(function):
         if _numba is None:
             return function
-        options = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
+        options = dict(cache=True, nogil=True, fastmath=False, error_model='numpy',
+                       parallel=parallel)
         if signature is None:
             return _numba.njit(**options)(function)
         return _numba.njit(signature, **options)(function)
@@ -36,7 +37,7 @@ if _numba is not None:
     from numba import types as _t
     STATUS = _t.int64
     MODEL_INT = _t.Array(_t.int64, 2, 'C', readonly=True)     # body_int
-    MODEL_FLOAT = _t.Array(_t.float64, 2, 'C', readonly=True)  # body_float, frame placements
+    MODEL_FLOAT = _t.Array(_t.float64, 1, 'C', readonly=True)  # flat body_float, frame placements
     MODEL_INDEX = _t.Array(_t.int64, 1, 'C', readonly=True)    # dof_parent, frame_body
     VECTOR = _t.Array(_t.float64, 1, 'C')
     MATRIX = _t.Array(_t.float64, 2, 'C')
@@ -58,3 +59,46 @@ def inline_kernel(fn):
         return fn
     return _numba.njit(cache=True, nogil=True, fastmath=False, error_model='numpy',
                        inline='always')(fn)
+
+
+# ---- borrowed views ------------------------------------------------------------------
+# numba reference-counts every array a compiled function binds to a name, with an atomic
+# NRT_incref/NRT_decref call; the inlined helpers bind the workspace ~15 times per body, and
+# those atomics were more than half of an RNEA. A *borrowed* view (numba.carray over the same
+# memory, without a meminfo) makes every one of them a null check. The entry points borrow
+# their arguments, which the caller keeps alive for the duration of the call.
+if _numba is not None:
+    from numba.core import cgutils as _cgutils
+    from numba.extending import intrinsic as _intrinsic
+
+    @_intrinsic
+    def _as_pointer(typingctx, address):
+        def codegen(context, builder, sig, args):
+            return builder.inttoptr(args[0], _cgutils.voidptr_t)
+        return _t.voidptr(address), codegen
+
+    @_numba.njit(inline='always', cache=True)
+    def borrow(a):
+        """A view of ``a`` that numba does not reference-count."""
+        return _numba.carray(_as_pointer(a.ctypes.data), a.shape, a.dtype)
+else:  # pragma: no cover
+    def borrow(a):
+        return a
+
+
+# ---- batches over threads --------------------------------------------------------------
+# A batch splits its rows into one chunk per thread, each with its own copy of the workspace.
+# numba's default thread pool must not be entered from two Python threads at once: api.py
+# serialises batch calls with a lock.
+# The thread count is passed in: calling numba.get_num_threads() inside a kernel would make it
+# uncacheable (it reads a ctypes global), i.e. recompiled in every process.
+if _numba is not None:
+    prange = _numba.prange
+
+    def thread_count():
+        return _numba.get_num_threads()
+else:  # pragma: no cover
+    prange = range
+
+    def thread_count():
+        return 1

@@ -9,11 +9,14 @@
 
 Articulated inertias are general symmetric 6x6 matrices stored row-major (36 entries).
 """
-from ._jit import MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, inline_kernel, kernel, signature
+import numpy as np
+
+from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, inline_kernel, kernel, prange,
+                   signature)
 from .checks import BAD_FEXT, OK, STATUS_STRIDE, has_nonfinite_2d, state_status
 from .joints import body_transform, joint_velocity, motion_subspace_column, project_force
-from .layout import (ACC, DINV, GRAVITY, IA, INERTIA, JTYPE, LI, NVJ, PA, PARENT, QIDX, SCRATCH,
-                     U, UU, VEL, VIDX, VJ)
+from .layout import (ACC, BODY_FLOAT_COLS, DINV, GRAVITY, IA, INERTIA, JTYPE, LI, NVJ, PA, PARENT,
+                     QIDX, SCRATCH, U, UU, VEL, VIDX, VJ, WS_COLS)
 from .spatial import add_bias_force, force_to_parent, motion_cross, motion_to_child
 
 
@@ -82,8 +85,8 @@ def invert_spd(D, d, n, out, o):
     return True
 
 
-@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, MATRIX, VECTOR, VECTOR, VECTOR, MATRIX, VECTOR))
-def aba(body_int, body_float, ws, q, qd, tau, f_ext, qdd):
+@kernel
+def aba(body_int, model, ws, q, qd, tau, f_ext, qdd):
     """qdd = FD(q, qd, tau, f_ext). Returns 0 or a status code (checks)."""
     status = state_status(body_int, q, qd, tau)
     if status != OK:
@@ -91,82 +94,105 @@ def aba(body_int, body_float, ws, q, qd, tau, f_ext, qdd):
     if has_nonfinite_2d(f_ext):
         return BAD_FEXT
     nb = body_int.shape[0]
-    world = ws[0]            # the world row's IA (36) and DINV (36) entries are scratch
+    # the world row's IA (36) and DINV (36) entries are scratch
     for k in range(6):
-        world[VEL + k] = 0.0
+        ws[VEL + k] = 0.0
     for i in range(1, nb):                                        # pass 1
-        jtype, joint, w = body_int[i, JTYPE], body_float[i], ws[i]
-        body_transform(body_float, i, jtype, q, body_int[i, QIDX], ws)
-        joint_velocity(jtype, joint, qd, body_int[i, VIDX], world, IA, False)   # vJ = S qd
-        motion_to_child(w, LI, ws[body_int[i, PARENT]], VEL, w, VEL)
+        jtype, j, w = body_int[i, JTYPE], i * BODY_FLOAT_COLS, i * WS_COLS
+        body_transform(model, i, jtype, q, body_int[i, QIDX], ws)
+        joint_velocity(jtype, model, j, qd, body_int[i, VIDX], ws, IA, False)   # vJ = S qd
+        motion_to_child(ws, w + LI, ws, body_int[i, PARENT] * WS_COLS + VEL, ws, w + VEL)
         for k in range(6):
-            w[VEL + k] += world[IA + k]                           # v = X v_p + vJ
-        motion_cross(w, VEL, world, IA, w, VJ)                    # c = v x vJ
-        inertia_matrix(joint, INERTIA, w, IA)                     # IA = I
+            ws[w + VEL + k] += ws[IA + k]                         # v = X v_p + vJ
+        motion_cross(ws, w + VEL, ws, IA, ws, w + VJ)             # c = v x vJ
+        inertia_matrix(model, j + INERTIA, ws, w + IA)            # IA = I
         for k in range(6):
-            w[PA + k] = -f_ext[i, k]
-        add_bias_force(joint, INERTIA, w, VEL, w, PA)             # pA = v x* I v - f_ext
+            ws[w + PA + k] = -f_ext[i, k]
+        add_bias_force(model, j + INERTIA, ws, w + VEL, ws, w + PA)   # pA = v x* I v - f_ext
     for i in range(nb - 1, 0, -1):                                # pass 2
         jtype, vi, nv, p = body_int[i, JTYPE], body_int[i, VIDX], body_int[i, NVJ], body_int[i, PARENT]
-        joint, w = body_float[i], ws[i]
+        j, w = i * BODY_FLOAT_COLS, i * WS_COLS
         for k in range(nv):                                       # U = IA S
-            motion_subspace_column(jtype, joint, k, world, IA)
-            matrix6_times(w, IA, world, IA, w, U + 6 * k)
+            motion_subspace_column(jtype, model, j, k, ws, IA)
+            matrix6_times(ws, w + IA, ws, IA, ws, w + U + 6 * k)
         for k in range(nv):                                       # D = S^T U
-            project_force(jtype, joint, w, U + 6 * k, world, IA)
+            project_force(jtype, model, j, ws, w + U + 6 * k, ws, IA)
             for m in range(nv):
-                world[DINV + 6 * m + k] = world[IA + m]
-        if not invert_spd(world, DINV, nv, w, DINV):
+                ws[DINV + 6 * m + k] = ws[IA + m]
+        if not invert_spd(ws, DINV, nv, ws, w + DINV):
             return -1
-        project_force(jtype, joint, w, PA, w, UU)                 # u = tau - S^T pA
+        project_force(jtype, model, j, ws, w + PA, ws, w + UU)    # u = tau - S^T pA
         for k in range(nv):
-            w[UU + k] = tau[vi + k] - w[UU + k]
+            ws[w + UU + k] = tau[vi + k] - ws[w + UU + k]
         if p > 0:
             for r in range(6):                                    # Ia = IA - U D^-1 U^T
                 for c in range(6):
                     s = 0.0
                     for k in range(nv):
                         for m in range(nv):
-                            s += w[U + 6 * k + r] * w[DINV + 6 * k + m] * w[U + 6 * m + c]
-                    w[IA + 6 * r + c] -= s
-            matrix6_times(w, IA, w, VJ, world, IA)                # pa = pA + Ia c + U D^-1 u
+                            s += (ws[w + U + 6 * k + r] * ws[w + DINV + 6 * k + m]
+                                  * ws[w + U + 6 * m + c])
+                    ws[w + IA + 6 * r + c] -= s
+            matrix6_times(ws, w + IA, ws, w + VJ, ws, IA)         # pa = pA + Ia c + U D^-1 u
             for r in range(6):
                 s = 0.0
                 for k in range(nv):
                     for m in range(nv):
-                        s += w[U + 6 * k + r] * w[DINV + 6 * k + m] * w[UU + m]
-                world[IA + r] += w[PA + r] + s
-            add_articulated_inertia_to_parent(w, LI, w, IA, ws[p], IA, world, DINV)
-            force_to_parent(w, LI, world, IA, ws[p], PA, True)
+                        s += ws[w + U + 6 * k + r] * ws[w + DINV + 6 * k + m] * ws[w + UU + m]
+                ws[IA + r] += ws[w + PA + r] + s
+            add_articulated_inertia_to_parent(ws, w + LI, ws, w + IA, ws, p * WS_COLS + IA,
+                                              ws, DINV)
+            force_to_parent(ws, w + LI, ws, IA, ws, p * WS_COLS + PA, True)
     for k in range(6):                                            # pass 3, a_0 = -g
-        world[ACC + k] = 0.0
+        ws[ACC + k] = 0.0
     for k in range(3):
-        world[ACC + k] = -body_float[0, GRAVITY + k]
+        ws[ACC + k] = -model[GRAVITY + k]
     for i in range(1, nb):
-        vi, nv, w = body_int[i, VIDX], body_int[i, NVJ], ws[i]
-        motion_to_child(w, LI, ws[body_int[i, PARENT]], ACC, w, ACC)
+        vi, nv, w = body_int[i, VIDX], body_int[i, NVJ], i * WS_COLS
+        motion_to_child(ws, w + LI, ws, body_int[i, PARENT] * WS_COLS + ACC, ws, w + ACC)
         for k in range(6):
-            w[ACC + k] += w[VJ + k]                               # a' = X a_p + c
+            ws[w + ACC + k] += ws[w + VJ + k]                     # a' = X a_p + c
         for k in range(nv):                                       # u - U^T a'
             s = 0.0
             for m in range(6):
-                s += w[U + 6 * k + m] * w[ACC + m]
-            world[SCRATCH + k] = w[UU + k] - s
+                s += ws[w + U + 6 * k + m] * ws[w + ACC + m]
+            ws[SCRATCH + k] = ws[w + UU + k] - s
         for k in range(nv):                                       # qdd = D^-1 (u - U^T a')
             s = 0.0
             for m in range(nv):
-                s += w[DINV + 6 * k + m] * world[SCRATCH + m]
+                s += ws[w + DINV + 6 * k + m] * ws[SCRATCH + m]
             qdd[vi + k] = s
-        joint_velocity(body_int[i, JTYPE], body_float[i], qdd, vi, w, ACC, True)  # a = a' + S qdd
+        joint_velocity(body_int[i, JTYPE], model, i * BODY_FLOAT_COLS, qdd, vi, ws, w + ACC,
+                       True)                                      # a = a' + S qdd
     return OK
 
 
-@kernel
-def aba_batch(body_int, body_float, ws, Q, QD, TAU, F_EXT, QDD):
-    shared = F_EXT.shape[0] == 1
-    for n in range(Q.shape[0]):
-        status = aba(body_int, body_float, ws, Q[n], QD[n], TAU[n],
-                     F_EXT[0] if shared else F_EXT[n], QDD[n])
-        if status != OK:
-            return n * STATUS_STRIDE + status
+@kernel(parallel=True)
+def aba_batch(body_int, model, ws, Q, QD, TAU, F_EXT, QDD, threads):
+    """aba for each row, rows split over ``threads`` (one workspace copy each).
+    F_EXT has one row, shared by all, or one per configuration."""
+    bi, bf = borrow(body_int), borrow(model)
+    q_, qd_, tau_, f_ext_, qdd_ = borrow(Q), borrow(QD), borrow(TAU), borrow(F_EXT), borrow(QDD)
+    rows = q_.shape[0]
+    chunks = min(threads, max(1, rows // 16))
+    workspaces = np.empty((chunks, ws.shape[0]))
+    statuses = np.zeros(chunks, np.int64)
+    for c in prange(chunks):
+        workspaces[c, :] = ws
+        w = borrow(workspaces[c])
+        for n in range(c * rows // chunks, (c + 1) * rows // chunks):
+            f = f_ext_[0] if f_ext_.shape[0] == 1 else f_ext_[n]
+            status = aba(bi, bf, w, q_[n], qd_[n], tau_[n], f, qdd_[n])
+            if status != OK:
+                statuses[c] = n * STATUS_STRIDE + status
+                break
+    for c in range(chunks):
+        if statuses[c] != OK:
+            return statuses[c]
     return OK
+
+
+@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, VECTOR, VECTOR, MATRIX, VECTOR))
+def aba_entry(body_int, model, ws, q, qd, tau, f_ext, qdd):
+    """The compiled entry point: aba on borrowed views (see _jit.borrow)."""
+    return aba(borrow(body_int), borrow(model), borrow(ws), borrow(q), borrow(qd), borrow(tau), borrow(f_ext), borrow(qdd))

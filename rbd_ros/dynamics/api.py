@@ -12,22 +12,27 @@ themselves, so a good call costs one dispatch. Anything else (lists, other dtype
 mimic joints, external wrenches, bad values) takes the validating path, which converts, and
 raises a ValueError naming the argument.
 """
+import threading
 from collections.abc import Mapping
 
 import numpy as np
 
 from . import checks
+from ._jit import thread_count
 from . import layout as L
-from .aba import aba, aba_batch
-from .configuration import integrate as _integrate, integrate_batch as _integrate_batch
-from .coriolis import coriolis_matrix as _coriolis, coriolis_matrix_batch as _coriolis_batch
-from .crba import crba, crba_batch, ltl_factor, ltl_solve
-from .kinematics import (body_motions, center_of_mass as _com, center_of_mass_batch as _com_batch,
-                         frame_placements, kinetic_energy as _ke, kinetic_energy_batch as _ke_batch,
-                         potential_energy as _pe, potential_energy_batch as _pe_batch)
-from .rnea import rnea, rnea_batch
+from .aba import aba_batch, aba_entry as aba
+from .configuration import integrate_batch as _integrate_batch, integrate_entry as _integrate
+from .coriolis import coriolis_matrix_batch as _coriolis_batch, coriolis_matrix_entry as _coriolis
+from .crba import crba_batch, crba_entry as crba, ltl_factor, ltl_solve
+from .kinematics import (body_motions_entry as body_motions, center_of_mass_batch as _com_batch,
+                         center_of_mass_entry as _com, frame_placements_entry as frame_placements,
+                         kinetic_energy_batch as _ke_batch, kinetic_energy_entry as _ke,
+                         potential_energy_batch as _pe_batch, potential_energy_entry as _pe)
+from .rnea import (gravity_rnea_batch, gravity_rnea_entry as gravity_rnea, rnea_batch,
+                   rnea_entry as rnea)
 
 REFERENCES = ('world', 'local', 'local_world_aligned')
+_THREAD_POOL = threading.Lock()   # batches run on numba's thread pool: one at a time
 _F64 = np.float64
 
 
@@ -124,7 +129,7 @@ def inverse_dynamics(model, q, v, a, f_ext=None):
     if f_ext is None and model.direct:
         tau = np.empty(model.nv)
         try:
-            if rnea(model.body_int, model.body_float, model.ws, q, v, a, model.zero_fext, tau) == 0:
+            if rnea(model.body_int, model.body_float_flat, model.ws_flat, q, v, a, model.zero_fext, tau) == 0:
                 return tau
         except TypeError:
             pass
@@ -138,9 +143,11 @@ def _rnea(model, q, v, a, f_ext, names):
     qf, vf, af = _full_q(model, q), _full_v(model, v), _full_v(model, a)
     tau = np.empty(q.shape[:-1] + (model.nv_full,))
     if batch is None:
-        status = rnea(model.body_int, model.body_float, model.ws, qf, vf, af, fext, tau)
+        status = rnea(model.body_int, model.body_float_flat, model.ws_flat, qf, vf, af, fext, tau)
     else:
-        status = rnea_batch(model.body_int, model.body_float, model.ws, qf, vf, af, fext, tau)
+        with _THREAD_POOL:
+            status = rnea_batch(model.body_int, model.body_float_flat, model.ws_flat, qf, vf, af,
+                                fext, tau, thread_count())
     if status:
         _raise_status(status, names, batch is not None)
     return _reduce_tau(model, tau)
@@ -150,16 +157,24 @@ def gravity_torques(model, q):
     """g(q): the torques that hold the robot still against gravity."""
     if model.direct:
         tau = np.empty(model.nv)
-        zero = model.zero_v
         try:
-            if rnea(model.body_int, model.body_float, model.ws, q, zero, zero, model.zero_fext,
-                    tau) == 0:
+            if gravity_rnea(model.body_int, model.body_float_flat, model.ws_flat, q, tau) == 0:
                 return tau
         except TypeError:
             pass
     (q,) = _arrays(model, q=q)
-    zero = np.zeros(q.shape[:-1] + (model.nv,))
-    return _rnea(model, q, zero, zero, None, ('q', 'v', 'a'))
+    batch = _batch_of(q)
+    qf = _full_q(model, q)
+    tau = np.empty(q.shape[:-1] + (model.nv_full,))
+    args = (model.body_int, model.body_float_flat, model.ws_flat, qf, tau)
+    if batch is None:
+        status = gravity_rnea(*args)
+    else:
+        with _THREAD_POOL:
+            status = gravity_rnea_batch(*args, thread_count())
+    if status:
+        _raise_status(status, ('q',), batch is not None)
+    return _reduce_tau(model, tau)
 
 
 def nonlinear_effects(model, q, v):
@@ -167,7 +182,7 @@ def nonlinear_effects(model, q, v):
     if model.direct:
         tau = np.empty(model.nv)
         try:
-            if rnea(model.body_int, model.body_float, model.ws, q, v, model.zero_v,
+            if rnea(model.body_int, model.body_float_flat, model.ws_flat, q, v, model.zero_v,
                     model.zero_fext, tau) == 0:
                 return tau
         except TypeError:
@@ -181,7 +196,7 @@ def mass_matrix(model, q):
     if model.direct:
         H = np.empty((model.nv, model.nv))
         try:
-            if crba(model.body_int, model.body_float, model.ws, q, H) == 0:
+            if crba(model.body_int, model.body_float_flat, model.ws_flat, q, H) == 0:
                 return H
         except TypeError:
             pass
@@ -190,9 +205,11 @@ def mass_matrix(model, q):
     qf = _full_q(model, q)
     H = np.empty(q.shape[:-1] + (model.nv_full, model.nv_full))
     if batch is None:
-        status = crba(model.body_int, model.body_float, model.ws, qf, H)
+        status = crba(model.body_int, model.body_float_flat, model.ws_flat, qf, H)
     else:
-        status = crba_batch(model.body_int, model.body_float, model.ws, qf, H)
+        with _THREAD_POOL:
+            status = crba_batch(model.body_int, model.body_float_flat, model.ws_flat, qf, H,
+                                thread_count())
     if status:
         _raise_status(status, ('q',), batch is not None)
     if model.has_mimic:
@@ -207,7 +224,7 @@ def coriolis_matrix(model, q, v):
     batch = _batch_of(q)
     qf, vf = _full_q(model, q), _full_v(model, v)
     C = np.empty(q.shape[:-1] + (model.nv_full, model.nv_full))
-    args = (model.body_int, model.body_float, model.ws, model.dof_ws, model.dof_parent, qf, vf, C)
+    args = (model.body_int, model.body_float_flat, model.ws_flat, model.dof_ws_flat, model.dof_parent, qf, vf, C)
     status = _coriolis(*args) if batch is None else _coriolis_batch(*args)
     if status:
         _raise_status(status, ('q', 'v'), batch is not None)
@@ -226,7 +243,7 @@ def forward_dynamics(model, q, v, tau, f_ext=None, method='aba'):
     if method == 'aba' and f_ext is None and model.direct:
         qdd = np.empty(model.nv)
         try:
-            if aba(model.body_int, model.body_float, model.ws, q, v, tau, model.zero_fext, qdd) == 0:
+            if aba(model.body_int, model.body_float_flat, model.ws_flat, q, v, tau, model.zero_fext, qdd) == 0:
                 return qdd
         except TypeError:
             pass
@@ -238,8 +255,12 @@ def forward_dynamics(model, q, v, tau, f_ext=None, method='aba'):
         return _forward_dynamics_crba(model, q, v, tau, f_ext)
     fext = _external_wrenches(model, f_ext, batch)
     qdd = np.empty_like(v)
-    args = (model.body_int, model.body_float, model.ws, q, v, tau, fext, qdd)
-    status = aba(*args) if batch is None else aba_batch(*args)
+    args = (model.body_int, model.body_float_flat, model.ws_flat, q, v, tau, fext, qdd)
+    if batch is None:
+        status = aba(*args)
+    else:
+        with _THREAD_POOL:
+            status = aba_batch(*args, thread_count())
     if status:
         _raise_status(status, ('q', 'v', 'tau'), batch is not None)
     return qdd
@@ -287,8 +308,8 @@ def frame_poses(model, q):
     if model.direct:
         poses = np.empty((len(model.frame_names), 4, 4))
         try:
-            if frame_placements(model.body_int, model.body_float, model.ws, model.frame_body,
-                                model.frame_placement, q, poses) == 0:
+            if frame_placements(model.body_int, model.body_float_flat, model.ws_flat, model.frame_body,
+                                model.frame_placement_flat, q, poses) == 0:
                 return FramePoses(poses, model.frame_index)
         except TypeError:
             pass
@@ -296,8 +317,8 @@ def frame_poses(model, q):
     if q.ndim != 1:
         raise ValueError('frame_poses takes one configuration q of shape (nq,)')
     poses = np.empty((len(model.frame_names), 4, 4))
-    status = frame_placements(model.body_int, model.body_float, model.ws, model.frame_body,
-                              model.frame_placement, _full_q(model, q), poses)
+    status = frame_placements(model.body_int, model.body_float_flat, model.ws_flat, model.frame_body,
+                              model.frame_placement_flat, _full_q(model, q), poses)
     if status:
         _raise_status(status, ('q',), False)
     return FramePoses(poses, model.frame_index)
@@ -330,7 +351,7 @@ def _frame_motion(model, q, v, a, frame, names):
     q, v, a = _arrays(model, q=q, v=v, a=a)
     if q.ndim != 1:
         raise ValueError('frame functions take one configuration, not a batch')
-    status = body_motions(model.body_int, model.body_float, model.ws, _full_q(model, q),
+    status = body_motions(model.body_int, model.body_float_flat, model.ws_flat, _full_q(model, q),
                           _full_v(model, v), _full_v(model, a))
     if status:
         _raise_status(status, names, False)
@@ -386,8 +407,8 @@ def frame_jacobian(model, q, frame, reference='local_world_aligned'):
     (q,) = _arrays(model, q=q)
     if q.ndim != 1:
         raise ValueError('frame_jacobian takes one configuration q of shape (nq,)')
-    status = frame_placements(model.body_int, model.body_float, model.ws, model.frame_body,
-                              model.frame_placement, _full_q(model, q),
+    status = frame_placements(model.body_int, model.body_float_flat, model.ws_flat, model.frame_body,
+                              model.frame_placement_flat, _full_q(model, q),
                               np.empty((len(model.frame_names), 4, 4)))
     if status:
         _raise_status(status, ('q',), False)
@@ -401,7 +422,8 @@ def frame_jacobian(model, q, frame, reference='local_world_aligned'):
         o = row[L.O + 9:L.O + 12]
         vi = model.body_int[b, L.VIDX]
         for k in range(model.body_int[b, L.NVJ]):
-            motion_subspace_column(model.body_int[b, L.JTYPE], model.body_float[b], k, column, 0)
+            motion_subspace_column(model.body_int[b, L.JTYPE], model.body_float_flat,
+                                   b * L.BODY_FLOAT_COLS, k, column, 0)
             ang = R @ column[3:]
             J[:3, vi + k] = R @ column[:3] + np.cross(o, ang)
             J[3:, vi + k] = ang
@@ -419,7 +441,7 @@ def center_of_mass(model, q):
     """World centre of mass of the moving bodies."""
     (q,) = _arrays(model, q=q)
     out = np.empty(q.shape[:-1] + (4,))
-    args = (model.body_int, model.body_float, model.ws, _full_q(model, q), out)
+    args = (model.body_int, model.body_float_flat, model.ws_flat, _full_q(model, q), out)
     status = _com(*args) if q.ndim == 1 else _com_batch(*args)
     if status:
         _raise_status(status, ('q',), q.ndim == 2)
@@ -430,7 +452,7 @@ def kinetic_energy(model, q, v):
     """1/2 v^T M(q) v."""
     q, v = _arrays(model, q=q, v=v)
     out = np.empty(q.shape[:-1] + (1,))
-    args = (model.body_int, model.body_float, model.ws, _full_q(model, q), _full_v(model, v), out)
+    args = (model.body_int, model.body_float_flat, model.ws_flat, _full_q(model, q), _full_v(model, v), out)
     status = _ke(*args) if q.ndim == 1 else _ke_batch(*args)
     if status:
         _raise_status(status, ('q', 'v'), q.ndim == 2)
@@ -441,7 +463,7 @@ def potential_energy(model, q):
     """-sum m_i g . c_i over the moving bodies."""
     (q,) = _arrays(model, q=q)
     out = np.empty(q.shape[:-1] + (1,))
-    args = (model.body_int, model.body_float, model.ws, _full_q(model, q), out)
+    args = (model.body_int, model.body_float_flat, model.ws_flat, _full_q(model, q), out)
     status = _pe(*args) if q.ndim == 1 else _pe_batch(*args)
     if status:
         _raise_status(status, ('q',), q.ndim == 2)

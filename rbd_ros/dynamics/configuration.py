@@ -7,7 +7,7 @@ dynamic equations, part one).
 """
 import math
 
-from ._jit import MODEL_INT, SCALAR, VECTOR, inline_kernel, kernel, signature
+from ._jit import MODEL_INT, SCALAR, VECTOR, inline_kernel, borrow, kernel, signature
 from .checks import BAD_THIRD, OK, STATUS_STRIDE, state_status
 from .layout import JOINT_FLOATING, JOINT_PLANAR, JTYPE, NQJ, QIDX, VIDX
 
@@ -52,7 +52,7 @@ def _integrate_free_flyer(q, v, dt, qi, vi, out):
     out[qi + 3], out[qi + 4], out[qi + 5], out[qi + 6] = nx / norm, ny / norm, nz / norm, nw / norm
 
 
-@kernel(signature=signature(MODEL_INT, VECTOR, VECTOR, SCALAR, VECTOR))
+@kernel
 def integrate(body_int, q, v, dt, out):
     status = state_status(body_int, q, v, q[0:0])
     if status != OK:
@@ -81,8 +81,15 @@ def integrate(body_int, q, v, dt, out):
 
 @kernel
 def integrate_batch(body_int, Q, V, dt, OUT):
-    for n in range(Q.shape[0]):
-        status = integrate(body_int, Q[n], V[n], dt, OUT[n])
+    bi, q, v, out = borrow(body_int), borrow(Q), borrow(V), borrow(OUT)
+    for n in range(q.shape[0]):
+        status = integrate(bi, q[n], v[n], dt, out[n])
         if status != OK:
             return n * STATUS_STRIDE + status
     return OK
+
+
+@kernel(signature=signature(MODEL_INT, VECTOR, VECTOR, SCALAR, VECTOR))
+def integrate_entry(body_int, q, v, dt, out):
+    """The compiled entry point: integrate on borrowed views (see _jit.borrow)."""
+    return integrate(borrow(body_int), borrow(q), borrow(v), dt, borrow(out))

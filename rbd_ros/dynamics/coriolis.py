@@ -8,12 +8,12 @@ then, accumulating composite Y and B up the tree,
     C[k, subtree(i)] = J_k^T (Y_c dJ + B_c J)[:, subtree(i)]
     C[k, j]          = (Y_c J_k)^T dJ_j + (J_k^T B_c) J_j     for dofs j above i.
 """
-from ._jit import MATRIX, MODEL_FLOAT, MODEL_INDEX, MODEL_INT, VECTOR, inline_kernel, kernel, signature
+from ._jit import MATRIX, MODEL_FLOAT, MODEL_INDEX, MODEL_INT, VECTOR, inline_kernel, borrow, kernel, signature
 from .checks import OK, STATUS_STRIDE, state_status
 from .joints import motion_subspace_column
 from .kinematics import body_velocities
-from .layout import (AG_COL, DFDV, DJ_COL, IA, IC, INERTIA, J_COL, JTYPE, NV_SUBTREE, NVJ, O,
-                     PA, PARENT, SCRATCH, VEL, VIDX)
+from .layout import (AG_COL, BODY_FLOAT_COLS, DFDV, DJ_COL, DOF_WS_COLS, IA, IC, INERTIA, J_COL,
+                     JTYPE, NV_SUBTREE, NVJ, O, PA, PARENT, SCRATCH, VEL, VIDX, WS_COLS)
 from .spatial import add_inertia_to_parent, inertia_times_motion, motion_cross, motion_to_parent
 
 
@@ -56,75 +56,84 @@ def add_momentum_variation(Y, y, v, k, h, j, B, b, scratch, s):
         B[b + 30 + c] += 0.5 * (f5 - scratch[vxe + 5] + g5)
 
 
-@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, MATRIX, MATRIX, MODEL_INDEX, VECTOR, VECTOR,
-                            MATRIX))
-def coriolis_matrix(body_int, body_float, ws, dof_ws, dof_parent, q, qd, C):
+@kernel
+def coriolis_matrix(body_int, model, ws, dof_ws, dof_parent, q, qd, C):
     status = state_status(body_int, q, qd, q[0:0])
     if status != OK:
         return status
     nb = body_int.shape[0]
     C[:, :] = 0.0
-    body_velocities(body_int, body_float, ws, q, qd)
-    world = ws[0]            # scratch: world twist at VEL, S column at SCRATCH, 18 at IA
+    body_velocities(body_int, model, ws, q, qd)
+    # world-row scratch: the world twist ov at VEL, an S column at SCRATCH, 18 numbers at IA
     for i in range(1, nb):                                   # forward: world quantities
-        w = ws[i]
+        w, d = i * WS_COLS, body_int[i, VIDX] * DOF_WS_COLS
         for k in range(10):
-            w[IC + k] = 0.0
-        add_inertia_to_parent(w, O, body_float[i], INERTIA, w, IC)     # oY_i
-        motion_to_parent(w, O, w, VEL, world, VEL)                     # ov_i
-        inertia_times_motion(w, IC, world, VEL, w, PA)                 # oh_i = oY ov
-        vi = body_int[i, VIDX]
-        for k in range(body_int[i, NVJ]):                              # J = oMi S, dJ = ov x J
-            motion_subspace_column(body_int[i, JTYPE], body_float[i], k, world, SCRATCH)
-            motion_to_parent(w, O, world, SCRATCH, dof_ws[vi + k], J_COL)
-            motion_cross(world, VEL, dof_ws[vi + k], J_COL, dof_ws[vi + k], DJ_COL)
+            ws[w + IC + k] = 0.0
+        add_inertia_to_parent(ws, w + O, model, i * BODY_FLOAT_COLS + INERTIA, ws, w + IC)  # oY
+        motion_to_parent(ws, w + O, ws, w + VEL, ws, VEL)                # ov = oMi v
+        inertia_times_motion(ws, w + IC, ws, VEL, ws, w + PA)            # oh = oY ov
+        for k in range(body_int[i, NVJ]):                                # J = oMi S, dJ = ov x J
+            motion_subspace_column(body_int[i, JTYPE], model, i * BODY_FLOAT_COLS, k, ws, SCRATCH)
+            motion_to_parent(ws, w + O, ws, SCRATCH, dof_ws, d + J_COL)
+            motion_cross(ws, VEL, dof_ws, d + J_COL, dof_ws, d + DJ_COL)
+            d += DOF_WS_COLS
         for k in range(36):
-            w[IA + k] = 0.0
-        add_momentum_variation(w, IC, world, VEL, w, PA, w, IA, world, IA)
+            ws[w + IA + k] = 0.0
+        add_momentum_variation(ws, w + IC, ws, VEL, ws, w + PA, ws, w + IA, ws, IA)
     for i in range(nb - 1, 0, -1):                           # backward: composite Y and B
-        w = ws[i]
+        w = i * WS_COLS
         vi, nvj, nsub = body_int[i, VIDX], body_int[i, NVJ], body_int[i, NV_SUBTREE]
         for k in range(nvj):                                 # dFdv = Yc dJ + Bc J
-            row = dof_ws[vi + k]
-            inertia_times_motion(w, IC, row, DJ_COL, row, DFDV)
+            d = (vi + k) * DOF_WS_COLS
+            inertia_times_motion(ws, w + IC, dof_ws, d + DJ_COL, dof_ws, d + DFDV)
             for a in range(6):
                 s = 0.0
                 for b in range(6):
-                    s += w[IA + 6 * a + b] * row[J_COL + b]
-                row[DFDV + a] += s
+                    s += ws[w + IA + 6 * a + b] * dof_ws[d + J_COL + b]
+                dof_ws[d + DFDV + a] += s
         for k in range(nvj):
-            Jk = dof_ws[vi + k]
+            d = (vi + k) * DOF_WS_COLS
             for c in range(vi, vi + nsub):                   # C[k, subtree] = J_k^T dFdv
                 s = 0.0
                 for a in range(6):
-                    s += Jk[J_COL + a] * dof_ws[c, DFDV + a]
+                    s += dof_ws[d + J_COL + a] * dof_ws[c * DOF_WS_COLS + DFDV + a]
                 C[vi + k, c] = s
-            inertia_times_motion(w, IC, Jk, J_COL, Jk, AG_COL)   # Ag = Yc J_k
+            inertia_times_motion(ws, w + IC, dof_ws, d + J_COL, dof_ws, d + AG_COL)  # Ag = Yc J_k
             for b in range(6):                               # J_k^T Bc
                 s = 0.0
                 for a in range(6):
-                    s += Jk[J_COL + a] * w[IA + 6 * a + b]
-                world[SCRATCH + b] = s
+                    s += dof_ws[d + J_COL + a] * ws[w + IA + 6 * a + b]
+                ws[SCRATCH + b] = s
             j = dof_parent[vi]
             while j >= 0:                                    # dofs above i
                 s = 0.0
                 for a in range(6):
-                    s += Jk[AG_COL + a] * dof_ws[j, DJ_COL + a] + world[SCRATCH + a] * dof_ws[j, J_COL + a]
+                    s += (dof_ws[d + AG_COL + a] * dof_ws[j * DOF_WS_COLS + DJ_COL + a]
+                          + ws[SCRATCH + a] * dof_ws[j * DOF_WS_COLS + J_COL + a])
                 C[vi + k, j] = s
                 j = dof_parent[j]
         p = body_int[i, PARENT]
         if p > 0:
             for k in range(10):
-                ws[p, IC + k] += w[IC + k]
+                ws[p * WS_COLS + IC + k] += ws[w + IC + k]
             for k in range(36):
-                ws[p, IA + k] += w[IA + k]
+                ws[p * WS_COLS + IA + k] += ws[w + IA + k]
     return OK
 
 
 @kernel
-def coriolis_matrix_batch(body_int, body_float, ws, dof_ws, dof_parent, Q, QD, C):
-    for n in range(Q.shape[0]):
-        status = coriolis_matrix(body_int, body_float, ws, dof_ws, dof_parent, Q[n], QD[n], C[n])
+def coriolis_matrix_batch(body_int, model, ws, dof_ws, dof_parent, Q, QD, C):
+    bi, bf, w, dw, dp = borrow(body_int), borrow(model), borrow(ws), borrow(dof_ws), borrow(dof_parent)
+    q, qd, c = borrow(Q), borrow(QD), borrow(C)
+    for n in range(q.shape[0]):
+        status = coriolis_matrix(bi, bf, w, dw, dp, q[n], qd[n], c[n])
         if status != OK:
             return n * STATUS_STRIDE + status
     return OK
+
+
+@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, MODEL_INDEX, VECTOR, VECTOR,
+                            MATRIX))
+def coriolis_matrix_entry(body_int, model, ws, dof_ws, dof_parent, q, qd, C):
+    """The compiled entry point: coriolis_matrix on borrowed views (see _jit.borrow)."""
+    return coriolis_matrix(borrow(body_int), borrow(model), borrow(ws), borrow(dof_ws), borrow(dof_parent), borrow(q), borrow(qd), borrow(C))

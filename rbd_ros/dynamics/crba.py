@@ -10,15 +10,18 @@ tree's H costs what its branches cost, not O(n^3).
 """
 import math
 
-from ._jit import MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, kernel, signature
+import numpy as np
+
+from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, kernel, prange, signature)
 from .checks import OK, STATUS_STRIDE, configuration_status
 from .joints import body_transform, motion_subspace_column, project_force
-from .layout import IC, INERTIA, JTYPE, LI, NVJ, PARENT, QIDX, SCRATCH, VIDX
+from .layout import (BODY_FLOAT_COLS, IC, INERTIA, JTYPE, LI, NVJ, PARENT, QIDX, SCRATCH, U,
+                     VIDX, WS_COLS)
 from .spatial import add_inertia_to_parent, force_to_parent, inertia_times_motion
 
 
-@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, MATRIX, VECTOR, MATRIX))
-def crba(body_int, body_float, ws, q, H):
+@kernel
+def crba(body_int, model, ws, q, H):
     """H = M(q), the joint-space inertia matrix (both triangles filled)."""
     status = configuration_status(body_int, q)
     if status != OK:
@@ -26,41 +29,57 @@ def crba(body_int, body_float, ws, q, H):
     nb = body_int.shape[0]
     H[:, :] = 0.0      # entries outside the branch-induced pattern stay zero
     for i in range(1, nb):
-        body_transform(body_float, i, body_int[i, JTYPE], q, body_int[i, QIDX], ws)
+        body_transform(model, i, body_int[i, JTYPE], q, body_int[i, QIDX], ws)
         for k in range(10):
-            ws[i, IC + k] = body_float[i, INERTIA + k]
+            ws[i * WS_COLS + IC + k] = model[i * BODY_FLOAT_COLS + INERTIA + k]
     for i in range(nb - 1, 0, -1):                                # Ic_p += X^* Ic_i X
         p = body_int[i, PARENT]
         if p > 0:
-            add_inertia_to_parent(ws[i], LI, ws[i], IC, ws[p], IC)
-    scratch = ws[0]          # the world row's IC and SCRATCH entries: S column and F
+            w = i * WS_COLS
+            add_inertia_to_parent(ws, w + LI, ws, w + IC, ws, p * WS_COLS + IC)
+    # scratch in the world row: S column at SCRATCH, F at IC, S^T F at U
     for i in range(1, nb):
-        jtype, vi = body_int[i, JTYPE], body_int[i, VIDX]
+        jtype, vi, j, w = body_int[i, JTYPE], body_int[i, VIDX], i * BODY_FLOAT_COLS, i * WS_COLS
         for k in range(body_int[i, NVJ]):
-            motion_subspace_column(jtype, body_float[i], k, scratch, SCRATCH)
-            inertia_times_motion(ws[i], IC, scratch, SCRATCH, scratch, IC)   # F = Ic_i S_i
-            row = H[vi + k]
-            project_force(jtype, body_float[i], scratch, IC, row, vi)          # H_ii = S^T F
+            motion_subspace_column(jtype, model, j, k, ws, SCRATCH)
+            inertia_times_motion(ws, w + IC, ws, SCRATCH, ws, IC)       # F = Ic_i S_i
+            project_force(jtype, model, j, ws, IC, ws, U)               # H_ii = S_i^T F
+            for m in range(body_int[i, NVJ]):
+                H[vi + k, vi + m] = ws[U + m]
             for m in range(k):                                    # exact symmetry in the block
                 H[vi + k, vi + m] = H[vi + m, vi + k]
-            j = i
-            while body_int[j, PARENT] > 0:                        # F = X_j^* F, up the tree
-                force_to_parent(ws[j], LI, scratch, IC, scratch, IC, False)
-                j = body_int[j, PARENT]
-                project_force(body_int[j, JTYPE], body_float[j], scratch, IC, row,
-                              body_int[j, VIDX])                  # H_ij = S_j^T F
-                vj = body_int[j, VIDX]
-                for m in range(body_int[j, NVJ]):                 # and its mirror H_ji
-                    H[vj + m, vi + k] = row[vj + m]
+            b = i
+            while body_int[b, PARENT] > 0:                        # F = X_b^* F, up the tree
+                force_to_parent(ws, b * WS_COLS + LI, ws, IC, ws, IC, False)
+                b = body_int[b, PARENT]
+                project_force(body_int[b, JTYPE], model, b * BODY_FLOAT_COLS, ws, IC, ws, U)
+                vb = body_int[b, VIDX]
+                for m in range(body_int[b, NVJ]):                 # H_bi = S_b^T F and H_ib
+                    H[vi + k, vb + m] = ws[U + m]
+                    H[vb + m, vi + k] = ws[U + m]
     return OK
 
 
-@kernel
-def crba_batch(body_int, body_float, ws, Q, H):
-    for n in range(Q.shape[0]):
-        status = crba(body_int, body_float, ws, Q[n], H[n])
-        if status != OK:
-            return n * STATUS_STRIDE + status
+@kernel(parallel=True)
+def crba_batch(body_int, model, ws, Q, H, threads):
+    """crba for each row, rows split over ``threads`` (one workspace copy each)."""
+    bi, bf = borrow(body_int), borrow(model)
+    q_, h_ = borrow(Q), borrow(H)
+    rows = q_.shape[0]
+    chunks = min(threads, max(1, rows // 16))
+    workspaces = np.empty((chunks, ws.shape[0]))
+    statuses = np.zeros(chunks, np.int64)
+    for c in prange(chunks):
+        workspaces[c, :] = ws
+        w = borrow(workspaces[c])
+        for n in range(c * rows // chunks, (c + 1) * rows // chunks):
+            status = crba(bi, bf, w, q_[n], h_[n])
+            if status != OK:
+                statuses[c] = n * STATUS_STRIDE + status
+                break
+    for c in range(chunks):
+        if statuses[c] != OK:
+            return statuses[c]
     return OK
 
 
@@ -101,3 +120,9 @@ def ltl_solve(L, dof_parent, x):
             x[i] -= L[i, j] * x[j]
             j = dof_parent[j]
         x[i] /= L[i, i]
+
+
+@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, MATRIX))
+def crba_entry(body_int, model, ws, q, H):
+    """The compiled entry point: crba on borrowed views (see _jit.borrow)."""
+    return crba(borrow(body_int), borrow(model), borrow(ws), borrow(q), borrow(H))

@@ -187,6 +187,9 @@ class Model:
         for array in (self.body_int, self.body_float, self.dof_parent, self.dof_body,
                       self.frame_body, self.frame_placement):
             array.setflags(write=False)
+        # the kernels see the 2-D tables as flat arrays (no row views: see layout.py)
+        self.body_float_flat = self.body_float.reshape(-1)
+        self.frame_placement_flat = self.frame_placement.reshape(-1)
         self._allocate_workspace()
 
     # ------------------------------------------------------------------------------------
@@ -277,6 +280,7 @@ class Model:
         self.ws = np.zeros((nb, L.WS_COLS))
         self.ws[0, L.O:L.O + 9] = np.eye(3).ravel()   # the world placement, never written
         self.dof_ws = np.zeros((max(self.nv_full, 1), L.DOF_WS_COLS))
+        self.ws_flat, self.dof_ws_flat = self.ws.reshape(-1), self.dof_ws.reshape(-1)
         self.zero_fext = np.zeros((nb, 6))   # kernels only read these (writable: one numba type)
         self.zero_v = np.zeros(self.nv_full)
         self.direct = not self.has_mimic      # public coordinates are the kernels' own

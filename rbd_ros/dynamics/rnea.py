@@ -6,17 +6,20 @@
     tau_i = S_i^T f_i ;  f_p += X_i^* f_i               (backward pass)
 
 Gravity enters as a fictitious base acceleration a_0 = -g (spatial_v2, Pinocchio).
-Body quantities live in body coordinates, row i of the workspace ``ws``.
+Body quantities live in body coordinates, in row i of the flat workspace ``ws`` (offset w).
 """
-from ._jit import MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, kernel, signature
-from .checks import BAD_FEXT, OK, STATUS_STRIDE, has_nonfinite_2d, state_status
+import numpy as np
+
+from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, kernel, prange, signature)
+from .checks import BAD_FEXT, OK, STATUS_STRIDE, configuration_status, has_nonfinite_2d, state_status
 from .joints import body_transform, joint_velocity, project_force
-from .layout import ACC, FRC, GRAVITY, INERTIA, JTYPE, LI, PARENT, QIDX, VEL, VIDX, VJ
+from .layout import (ACC, BODY_FLOAT_COLS, FRC, GRAVITY, INERTIA, JTYPE, LI, PARENT, QIDX, VEL,
+                     VIDX, VJ, WS_COLS)
 from .spatial import add_bias_force, force_to_parent, inertia_times_motion, motion_cross, motion_to_child
 
 
-@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, MATRIX, VECTOR, VECTOR, VECTOR, MATRIX, VECTOR))
-def rnea(body_int, body_float, ws, q, qd, qdd, f_ext, tau):
+@kernel
+def rnea(body_int, model, ws, q, qd, qdd, f_ext, tau):
     """tau = ID(q, qd, qdd, f_ext); f_ext[i] is the wrench on body i in body coordinates.
     Returns 0, or a status code (see checks) naming a bad argument."""
     status = state_status(body_int, q, qd, qdd)
@@ -24,44 +27,117 @@ def rnea(body_int, body_float, ws, q, qd, qdd, f_ext, tau):
         return status
     if has_nonfinite_2d(f_ext):
         return BAD_FEXT
-    world = ws[0]
-    for k in range(6):
-        world[VEL + k] = 0.0
-        world[ACC + k] = 0.0
+    for k in range(6):                                           # the world row
+        ws[VEL + k] = 0.0
+        ws[ACC + k] = 0.0
     for k in range(3):
-        world[ACC + k] = -body_float[0, GRAVITY + k]
-    for i in range(1, body_int.shape[0]):                       # forward pass
+        ws[ACC + k] = -model[GRAVITY + k]
+    for i in range(1, body_int.shape[0]):                        # forward pass
         jtype, vi = body_int[i, JTYPE], body_int[i, VIDX]
-        joint, w, parent = body_float[i], ws[i], ws[body_int[i, PARENT]]
-        body_transform(body_float, i, jtype, q, body_int[i, QIDX], ws)
-        joint_velocity(jtype, joint, qd, vi, w, VJ, False)       # vJ = S qd
-        motion_to_child(w, LI, parent, VEL, w, VEL)             # v = X v_p + vJ
+        j, w, p = i * BODY_FLOAT_COLS, i * WS_COLS, body_int[i, PARENT] * WS_COLS
+        body_transform(model, i, jtype, q, body_int[i, QIDX], ws)
+        joint_velocity(jtype, model, j, qd, vi, ws, w + VJ, False)      # vJ = S qd
+        motion_to_child(ws, w + LI, ws, p + VEL, ws, w + VEL)           # v = X v_p + vJ
         for k in range(6):
-            w[VEL + k] += w[VJ + k]
-        motion_to_child(w, LI, parent, ACC, w, ACC)             # a = X a_p + S qdd + v x vJ
-        joint_velocity(jtype, joint, qdd, vi, w, ACC, True)
-        motion_cross(w, VEL, w, VJ, w, FRC)                     # (FRC as scratch)
+            ws[w + VEL + k] += ws[w + VJ + k]
+        motion_to_child(ws, w + LI, ws, p + ACC, ws, w + ACC)           # a = X a_p + S qdd
+        joint_velocity(jtype, model, j, qdd, vi, ws, w + ACC, True)
+        motion_cross(ws, w + VEL, ws, w + VJ, ws, w + FRC)              #     + v x vJ
         for k in range(6):
-            w[ACC + k] += w[FRC + k]
-        inertia_times_motion(joint, INERTIA, w, ACC, w, FRC)    # f = I a + v x* I v - f_ext
-        add_bias_force(joint, INERTIA, w, VEL, w, FRC)
+            ws[w + ACC + k] += ws[w + FRC + k]
+        inertia_times_motion(model, j + INERTIA, ws, w + ACC, ws, w + FRC)  # f = I a
+        add_bias_force(model, j + INERTIA, ws, w + VEL, ws, w + FRC)        #   + v x* I v
         for k in range(6):
-            w[FRC + k] -= f_ext[i, k]
-    for i in range(body_int.shape[0] - 1, 0, -1):               # backward pass
-        w, p = ws[i], body_int[i, PARENT]
-        project_force(body_int[i, JTYPE], body_float[i], w, FRC, tau, body_int[i, VIDX])
+            ws[w + FRC + k] -= f_ext[i, k]                                  #   - f_ext
+    for i in range(body_int.shape[0] - 1, 0, -1):                # backward pass
+        w, p = i * WS_COLS, body_int[i, PARENT]
+        project_force(body_int[i, JTYPE], model, i * BODY_FLOAT_COLS, ws, w + FRC, tau,
+                      body_int[i, VIDX])                                 # tau = S^T f
         if p > 0:
-            force_to_parent(w, LI, w, FRC, ws[p], FRC, True)    # f_p += X^* f
+            force_to_parent(ws, w + LI, ws, w + FRC, ws, p * WS_COLS + FRC, True)  # f_p += X^* f
     return OK
 
 
 @kernel
-def rnea_batch(body_int, body_float, ws, Q, QD, QDD, F_EXT, TAU):
-    """rnea for each row; F_EXT has one row, shared by all, or one per configuration."""
-    shared = F_EXT.shape[0] == 1
-    for n in range(Q.shape[0]):
-        status = rnea(body_int, body_float, ws, Q[n], QD[n], QDD[n],
-                      F_EXT[0] if shared else F_EXT[n], TAU[n])
-        if status != OK:
-            return n * STATUS_STRIDE + status
+def gravity_rnea(body_int, model, ws, q, tau):
+    """tau = g(q): RNEA with qd = qdd = 0, so v_i = 0 and the forward pass is only
+    a_i = X_i a_p, f_i = I_i a_i (Pinocchio's computeGeneralizedGravity)."""
+    status = configuration_status(body_int, q)
+    if status != OK:
+        return status
+    for k in range(6):
+        ws[ACC + k] = 0.0
+    for k in range(3):
+        ws[ACC + k] = -model[GRAVITY + k]
+    for i in range(1, body_int.shape[0]):                        # forward pass
+        w, j = i * WS_COLS, i * BODY_FLOAT_COLS
+        body_transform(model, i, body_int[i, JTYPE], q, body_int[i, QIDX], ws)
+        motion_to_child(ws, w + LI, ws, body_int[i, PARENT] * WS_COLS + ACC, ws, w + ACC)
+        inertia_times_motion(model, j + INERTIA, ws, w + ACC, ws, w + FRC)
+    for i in range(body_int.shape[0] - 1, 0, -1):                # backward pass
+        w, p = i * WS_COLS, body_int[i, PARENT]
+        project_force(body_int[i, JTYPE], model, i * BODY_FLOAT_COLS, ws, w + FRC, tau,
+                      body_int[i, VIDX])
+        if p > 0:
+            force_to_parent(ws, w + LI, ws, w + FRC, ws, p * WS_COLS + FRC, True)
+    return OK
+
+
+@kernel(parallel=True)
+def rnea_batch(body_int, model, ws, Q, QD, QDD, F_EXT, TAU, threads):
+    """rnea for each row, rows split over ``threads`` (one workspace copy each).
+    F_EXT has one row, shared by all, or one per configuration."""
+    bi, bf = borrow(body_int), borrow(model)
+    q_, qd_, qdd_, f_ext_, tau_ = borrow(Q), borrow(QD), borrow(QDD), borrow(F_EXT), borrow(TAU)
+    rows = q_.shape[0]
+    chunks = min(threads, max(1, rows // 16))
+    workspaces = np.empty((chunks, ws.shape[0]))
+    statuses = np.zeros(chunks, np.int64)
+    for c in prange(chunks):
+        workspaces[c, :] = ws
+        w = borrow(workspaces[c])
+        for n in range(c * rows // chunks, (c + 1) * rows // chunks):
+            f = f_ext_[0] if f_ext_.shape[0] == 1 else f_ext_[n]
+            status = rnea(bi, bf, w, q_[n], qd_[n], qdd_[n], f, tau_[n])
+            if status != OK:
+                statuses[c] = n * STATUS_STRIDE + status
+                break
+    for c in range(chunks):
+        if statuses[c] != OK:
+            return statuses[c]
+    return OK
+
+
+@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, VECTOR, VECTOR, MATRIX, VECTOR))
+def rnea_entry(body_int, model, ws, q, qd, qdd, f_ext, tau):
+    """The compiled entry point: rnea on borrowed views (see _jit.borrow)."""
+    return rnea(borrow(body_int), borrow(model), borrow(ws), borrow(q), borrow(qd), borrow(qdd), borrow(f_ext), borrow(tau))
+
+
+@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, VECTOR))
+def gravity_rnea_entry(body_int, model, ws, q, tau):
+    """The compiled entry point: gravity_rnea on borrowed views (see _jit.borrow)."""
+    return gravity_rnea(borrow(body_int), borrow(model), borrow(ws), borrow(q), borrow(tau))
+
+
+@kernel(parallel=True)
+def gravity_rnea_batch(body_int, model, ws, Q, TAU, threads):
+    """gravity_rnea for each row, rows split over ``threads`` (one workspace copy each)."""
+    bi, bf = borrow(body_int), borrow(model)
+    q_, tau_ = borrow(Q), borrow(TAU)
+    rows = q_.shape[0]
+    chunks = min(threads, max(1, rows // 16))
+    workspaces = np.empty((chunks, ws.shape[0]))
+    statuses = np.zeros(chunks, np.int64)
+    for c in prange(chunks):
+        workspaces[c, :] = ws
+        w = borrow(workspaces[c])
+        for n in range(c * rows // chunks, (c + 1) * rows // chunks):
+            status = gravity_rnea(bi, bf, w, q_[n], tau_[n])
+            if status != OK:
+                statuses[c] = n * STATUS_STRIDE + status
+                break
+    for c in range(chunks):
+        if statuses[c] != OK:
+            return statuses[c]
     return OK
