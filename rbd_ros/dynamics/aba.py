@@ -49,17 +49,50 @@ def matrix6_times(M, m, x, k, out, o):
 
 
 @inline_kernel
-def add_articulated_inertia_to_parent(X, x, Ia, ia, acc, a, scratch, s):
-    """acc += X^* Ia X, column by column: column j is X^* (Ia (X e_j)). scratch: 12 numbers."""
-    for j in range(6):
-        for k in range(6):
-            scratch[s + k] = 0.0
-        scratch[s + j] = 1.0
-        motion_to_child(X, x, scratch, s, scratch, s)
-        matrix6_times(Ia, ia, scratch, s, scratch, s + 6)
-        force_to_parent(X, x, scratch, s + 6, scratch, s, False)
-        for k in range(6):
-            acc[a + 6 * k + j] += scratch[s + k]
+def add_articulated_inertia_to_parent(X, x, Ia, ia, acc, a, S, s):
+    """acc += X^* Ia X for a symmetric 6x6 Ia = [[A, B], [B^T, C]] (linear, angular blocks),
+    with 3x3 blocks rather than 6x6 products: rotate the blocks (A' = E A E^T, B' = E B E^T,
+    C' = E C E^T), then move the origin by r:
+        A_p = A',  B_p = B' - A'[r],  C_p = C' + [r]B' + ([r]B')^T - [r]A'[r].
+    S[s:s+36] is scratch."""
+    Ap, Bp, Cp, T = s, s + 9, s + 18, s + 27
+    for blk in range(3):                       # A' (rows 0-2, cols 0-2), B' (0-2, 3-5), C' (3-5, 3-5)
+        r0 = 3 if blk == 2 else 0
+        c0 = 0 if blk == 0 else 3
+        for i in range(3):                     # T = E M
+            for j in range(3):
+                S[T + 3 * i + j] = (X[x + 3 * i] * Ia[ia + 6 * r0 + c0 + j]
+                                    + X[x + 3 * i + 1] * Ia[ia + 6 * (r0 + 1) + c0 + j]
+                                    + X[x + 3 * i + 2] * Ia[ia + 6 * (r0 + 2) + c0 + j])
+        out = Ap + 9 * blk
+        for i in range(3):                     # M' = T E^T
+            for j in range(3):
+                S[out + 3 * i + j] = (S[T + 3 * i] * X[x + 3 * j] + S[T + 3 * i + 1] * X[x + 3 * j + 1]
+                                      + S[T + 3 * i + 2] * X[x + 3 * j + 2])
+    rx, ry, rz = X[x + 9], X[x + 10], X[x + 11]
+    for i in range(3):                         # T = A'[r] (row i = row i of A' x r); A_p, B_p
+        a0, a1, a2 = S[Ap + 3 * i], S[Ap + 3 * i + 1], S[Ap + 3 * i + 2]
+        S[T + 3 * i] = a1 * rz - a2 * ry
+        S[T + 3 * i + 1] = a2 * rx - a0 * rz
+        S[T + 3 * i + 2] = a0 * ry - a1 * rx
+        for j in range(3):
+            acc[a + 6 * i + j] += S[Ap + 3 * i + j]
+            b = S[Bp + 3 * i + j] - S[T + 3 * i + j]
+            acc[a + 6 * i + 3 + j] += b
+            acc[a + 6 * (3 + j) + i] += b
+    for j in range(3):                         # M = [r]B' into the A' slot (column j = r x B'_j)
+        b0, b1, b2 = S[Bp + j], S[Bp + 3 + j], S[Bp + 6 + j]
+        S[Ap + j] = ry * b2 - rz * b1
+        S[Ap + 3 + j] = rz * b0 - rx * b2
+        S[Ap + 6 + j] = rx * b1 - ry * b0
+    for j in range(3):                         # C_p = C' + M + M^T - [r] T
+        d0, d1, d2 = S[T + j], S[T + 3 + j], S[T + 6 + j]
+        n0 = ry * d2 - rz * d1
+        n1 = rz * d0 - rx * d2
+        n2 = rx * d1 - ry * d0
+        acc[a + 6 * 3 + 3 + j] += S[Cp + j] + S[Ap + j] + S[Ap + 3 * j] - n0
+        acc[a + 6 * 4 + 3 + j] += S[Cp + 3 + j] + S[Ap + 3 + j] + S[Ap + 3 * j + 1] - n1
+        acc[a + 6 * 5 + 3 + j] += S[Cp + 6 + j] + S[Ap + 6 + j] + S[Ap + 3 * j + 2] - n2
 
 
 @inline_kernel
@@ -125,21 +158,31 @@ def aba(body_int, model, ws, q, qd, tau, f_ext, qdd):
         for k in range(nv):
             ws[w + UU + k] = tau[vi + k] - ws[w + UU + k]
         if p > 0:
-            for r in range(6):                                    # Ia = IA - U D^-1 U^T
-                for c in range(6):
+            if nv == 1:                                           # rank-1: D and u are scalars
+                d_inv, uu = ws[w + DINV], ws[w + UU]
+                for r in range(6):                                # Ia = IA - U U^T / D
+                    ur = ws[w + U + r] * d_inv
+                    for c in range(6):
+                        ws[w + IA + 6 * r + c] -= ur * ws[w + U + c]
+                matrix6_times(ws, w + IA, ws, w + VJ, ws, IA)     # pa = pA + Ia c + U u / D
+                for r in range(6):
+                    ws[IA + r] += ws[w + PA + r] + ws[w + U + r] * d_inv * uu
+            else:
+                for r in range(6):                                # Ia = IA - U D^-1 U^T
+                    for c in range(6):
+                        s = 0.0
+                        for k in range(nv):
+                            for m in range(nv):
+                                s += (ws[w + U + 6 * k + r] * ws[w + DINV + 6 * k + m]
+                                      * ws[w + U + 6 * m + c])
+                        ws[w + IA + 6 * r + c] -= s
+                matrix6_times(ws, w + IA, ws, w + VJ, ws, IA)     # pa = pA + Ia c + U D^-1 u
+                for r in range(6):
                     s = 0.0
                     for k in range(nv):
                         for m in range(nv):
-                            s += (ws[w + U + 6 * k + r] * ws[w + DINV + 6 * k + m]
-                                  * ws[w + U + 6 * m + c])
-                    ws[w + IA + 6 * r + c] -= s
-            matrix6_times(ws, w + IA, ws, w + VJ, ws, IA)         # pa = pA + Ia c + U D^-1 u
-            for r in range(6):
-                s = 0.0
-                for k in range(nv):
-                    for m in range(nv):
-                        s += ws[w + U + 6 * k + r] * ws[w + DINV + 6 * k + m] * ws[w + UU + m]
-                ws[IA + r] += ws[w + PA + r] + s
+                            s += ws[w + U + 6 * k + r] * ws[w + DINV + 6 * k + m] * ws[w + UU + m]
+                    ws[IA + r] += ws[w + PA + r] + s
             add_articulated_inertia_to_parent(ws, w + LI, ws, w + IA, ws, p * WS_COLS + IA,
                                               ws, DINV)
             force_to_parent(ws, w + LI, ws, IA, ws, p * WS_COLS + PA, True)
