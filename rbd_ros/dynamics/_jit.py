@@ -102,3 +102,31 @@ else:  # pragma: no cover
 
     def thread_count():
         return 1
+
+
+@inline_kernel
+def chunk_count(rows, threads):
+    """How many chunks a batch of ``rows`` is split into (at least 16 rows each)."""
+    return min(threads, max(1, rows // 16))
+
+
+@inline_kernel
+def chunk_rows(chunk, chunks, rows):
+    """The row range of one chunk."""
+    return range(chunk * rows // chunks, (chunk + 1) * rows // chunks)
+
+
+@inline_kernel
+def chunk_workspace(workspaces, chunk, ws):
+    """A chunk's own copy of the workspace, borrowed."""
+    workspaces[chunk, :] = ws
+    return borrow(workspaces[chunk])
+
+
+@inline_kernel
+def first_failure(statuses):
+    """The first nonzero status of the chunks (chunks are in row order), or 0."""
+    for status in statuses:
+        if status != 0:
+            return status
+    return 0

@@ -11,8 +11,8 @@ Articulated inertias are general symmetric 6x6 matrices stored row-major (36 ent
 """
 import numpy as np
 
-from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, inline_kernel, kernel, prange,
-                   signature)
+from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, chunk_count, chunk_rows,
+                   chunk_workspace, first_failure, inline_kernel, kernel, prange, signature)
 from .checks import BAD_FEXT, OK, STATUS_STRIDE, has_nonfinite_2d, state_status
 from .joints import body_transform, joint_velocity, motion_subspace_column, project_force
 from .layout import (ACC, BODY_FLOAT_COLS, DINV, GRAVITY, IA, INERTIA, JTYPE, LI, NVJ, PA, PARENT,
@@ -217,22 +217,17 @@ def aba_batch(body_int, model, ws, Q, QD, TAU, F_EXT, QDD, threads):
     bi, bf = borrow(body_int), borrow(model)
     q_, qd_, tau_, f_ext_, qdd_ = borrow(Q), borrow(QD), borrow(TAU), borrow(F_EXT), borrow(QDD)
     rows = q_.shape[0]
-    chunks = min(threads, max(1, rows // 16))
-    workspaces = np.empty((chunks, ws.shape[0]))
-    statuses = np.zeros(chunks, np.int64)
+    chunks = chunk_count(rows, threads)
+    workspaces, statuses = np.empty((chunks, ws.shape[0])), np.zeros(chunks, np.int64)
     for c in prange(chunks):
-        workspaces[c, :] = ws
-        w = borrow(workspaces[c])
-        for n in range(c * rows // chunks, (c + 1) * rows // chunks):
+        w = chunk_workspace(workspaces, c, ws)
+        for n in chunk_rows(c, chunks, rows):
             f = f_ext_[0] if f_ext_.shape[0] == 1 else f_ext_[n]
             status = aba(bi, bf, w, q_[n], qd_[n], tau_[n], f, qdd_[n])
             if status != OK:
                 statuses[c] = n * STATUS_STRIDE + status
                 break
-    for c in range(chunks):
-        if statuses[c] != OK:
-            return statuses[c]
-    return OK
+    return first_failure(statuses)
 
 
 @kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, VECTOR, VECTOR, MATRIX, VECTOR))

@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, kernel, prange, signature)
+from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, chunk_count, chunk_rows,
+                   chunk_workspace, first_failure, kernel, prange, signature)
 from .checks import OK, STATUS_STRIDE, configuration_status
 from .joints import body_transform, motion_subspace_column, project_force
 from .layout import (BODY_FLOAT_COLS, IC, INERTIA, JTYPE, LI, NVJ, PARENT, QIDX, SCRATCH, U,
@@ -66,21 +67,16 @@ def crba_batch(body_int, model, ws, Q, H, threads):
     bi, bf = borrow(body_int), borrow(model)
     q_, h_ = borrow(Q), borrow(H)
     rows = q_.shape[0]
-    chunks = min(threads, max(1, rows // 16))
-    workspaces = np.empty((chunks, ws.shape[0]))
-    statuses = np.zeros(chunks, np.int64)
+    chunks = chunk_count(rows, threads)
+    workspaces, statuses = np.empty((chunks, ws.shape[0])), np.zeros(chunks, np.int64)
     for c in prange(chunks):
-        workspaces[c, :] = ws
-        w = borrow(workspaces[c])
-        for n in range(c * rows // chunks, (c + 1) * rows // chunks):
+        w = chunk_workspace(workspaces, c, ws)
+        for n in chunk_rows(c, chunks, rows):
             status = crba(bi, bf, w, q_[n], h_[n])
             if status != OK:
                 statuses[c] = n * STATUS_STRIDE + status
                 break
-    for c in range(chunks):
-        if statuses[c] != OK:
-            return statuses[c]
-    return OK
+    return first_failure(statuses)
 
 
 @kernel

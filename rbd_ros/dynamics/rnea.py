@@ -10,8 +10,10 @@ Body quantities live in body coordinates, in row i of the flat workspace ``ws`` 
 """
 import numpy as np
 
-from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, kernel, prange, signature)
-from .checks import BAD_FEXT, OK, STATUS_STRIDE, configuration_status, has_nonfinite_2d, state_status
+from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, chunk_count, chunk_rows,
+                   chunk_workspace, first_failure, kernel, prange, signature)
+from .checks import (BAD_FEXT, OK, STATUS_STRIDE, configuration_status, has_nonfinite_2d,
+                     state_status)
 from .joints import body_transform, joint_velocity, project_force
 from .layout import (ACC, BODY_FLOAT_COLS, FRC, GRAVITY, INERTIA, JTYPE, LI, PARENT, QIDX, VEL,
                      VIDX, VJ, WS_COLS)
@@ -90,22 +92,17 @@ def rnea_batch(body_int, model, ws, Q, QD, QDD, F_EXT, TAU, threads):
     bi, bf = borrow(body_int), borrow(model)
     q_, qd_, qdd_, f_ext_, tau_ = borrow(Q), borrow(QD), borrow(QDD), borrow(F_EXT), borrow(TAU)
     rows = q_.shape[0]
-    chunks = min(threads, max(1, rows // 16))
-    workspaces = np.empty((chunks, ws.shape[0]))
-    statuses = np.zeros(chunks, np.int64)
+    chunks = chunk_count(rows, threads)
+    workspaces, statuses = np.empty((chunks, ws.shape[0])), np.zeros(chunks, np.int64)
     for c in prange(chunks):
-        workspaces[c, :] = ws
-        w = borrow(workspaces[c])
-        for n in range(c * rows // chunks, (c + 1) * rows // chunks):
+        w = chunk_workspace(workspaces, c, ws)
+        for n in chunk_rows(c, chunks, rows):
             f = f_ext_[0] if f_ext_.shape[0] == 1 else f_ext_[n]
             status = rnea(bi, bf, w, q_[n], qd_[n], qdd_[n], f, tau_[n])
             if status != OK:
                 statuses[c] = n * STATUS_STRIDE + status
                 break
-    for c in range(chunks):
-        if statuses[c] != OK:
-            return statuses[c]
-    return OK
+    return first_failure(statuses)
 
 
 @kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, VECTOR, VECTOR, MATRIX, VECTOR))
@@ -126,18 +123,13 @@ def gravity_rnea_batch(body_int, model, ws, Q, TAU, threads):
     bi, bf = borrow(body_int), borrow(model)
     q_, tau_ = borrow(Q), borrow(TAU)
     rows = q_.shape[0]
-    chunks = min(threads, max(1, rows // 16))
-    workspaces = np.empty((chunks, ws.shape[0]))
-    statuses = np.zeros(chunks, np.int64)
+    chunks = chunk_count(rows, threads)
+    workspaces, statuses = np.empty((chunks, ws.shape[0])), np.zeros(chunks, np.int64)
     for c in prange(chunks):
-        workspaces[c, :] = ws
-        w = borrow(workspaces[c])
-        for n in range(c * rows // chunks, (c + 1) * rows // chunks):
+        w = chunk_workspace(workspaces, c, ws)
+        for n in chunk_rows(c, chunks, rows):
             status = gravity_rnea(bi, bf, w, q_[n], tau_[n])
             if status != OK:
                 statuses[c] = n * STATUS_STRIDE + status
                 break
-    for c in range(chunks):
-        if statuses[c] != OK:
-            return statuses[c]
-    return OK
+    return first_failure(statuses)
