@@ -263,3 +263,12 @@ def test_dynamics_core_never_imports_ros():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.split()
     assert np.isfinite(float(lines[0])) and 'blocked' in done.stdout
+
+
+def test_parser_exceptions_become_model_errors():
+    """urdf_parser_py raises a bare Exception for an unknown geometry tag (found by the
+    hypothesis fuzz test): it must reach the user as a ModelError naming the problem."""
+    bad_link = ('<link name="a"><visual><geometry><nanylinder radius="1"/></geometry></visual>'
+                '</link>')
+    expect(rbd.ModelError, [link('base'), bad_link, joint('j1', 'base', 'a')],
+           'invalid URDF', 'nanylinder')

@@ -215,6 +215,7 @@ def mass_matrix(model, q):
     if model.has_mimic:
         G = model.mimic_map
         H = G.T @ H @ G
+        H = 0.5 * (H + np.swapaxes(H, -1, -2))    # exactly symmetric despite round-off
     return H
 
 

@@ -123,8 +123,8 @@ def read_urdf(path_or_xml):
         robot = urdf_parser.URDF.from_xml_string(text.encode('utf-8'))
     except urdf_core.ParseError as error:
         raise ModelError(f'{source}: {error}'.replace('\n', ' ')) from None
-    except (ValueError, AssertionError, AttributeError, TypeError) as error:
-        raise ModelError(f'{source}: invalid URDF: {error}') from None
+    except Exception as error:  # urdf_parser_py also raises bare Exception (unknown geometry)
+        raise ModelError(f'{source}: invalid URDF: {error}'.replace('\n', ' ')) from None
     finally:
         urdf_core.on_error = previous_handler
 
