@@ -22,10 +22,10 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import rbd_ros.dynamics as rbd
 from rbd_ros.ros_conversions import (OUTPUT_QOS, JointStateMerger, LoadedModel, ParamSpec,
-                                     RbdNode, Rejected, all_finite, diagnostic_status,
-                                     finite_vector, joint_state, joint_states_qos,
-                                     non_negative, odometry_to_base, one_of, positive, run_node,
-                                     stamp_ns)
+                                     JointStateDecoder, RbdNode, Rejected, SerializedMessage,
+                                     all_finite, diagnostic_status, finite_vector, joint_state,
+                                     joint_states_qos, non_negative, odometry_to_base, one_of,
+                                     positive, run_node, stamp_ns)
 
 PARAMS = {
     'robot_description': ParamSpec('', 'URDF text; empty: take it from the robot_description '
@@ -56,6 +56,10 @@ class Runtime:
     merger: JointStateMerger
     command_slots: np.ndarray   # positions in loaded.joint_names of command_joints
     command_names: tuple[str, ...]
+    # the two per-joint_states outputs, serialized once with the joint names (hot path)
+    gravity_out: SerializedMessage   # JointState: stamp, position, effort
+    fd_out: SerializedMessage        # JointTrajectory: stamp, positions, velocities,
+                                     # accelerations, effort of points[0]
 
 
 class DynamicsNode(RbdNode):
@@ -67,8 +71,11 @@ class DynamicsNode(RbdNode):
         self._base = None          # (q[:7], v[:6], monotonic receive time, stamp ns)
         super().__init__(**kwargs)
         p = self.params
+        # raw: joint_states arrive as bytes and are read by a JointStateDecoder (no Python
+        # message is built per message)
+        self._decoder = JointStateDecoder()
         self.create_subscription(JointState, 'joint_states', self.guard(self.on_joint_states),
-                                 joint_states_qos(p['joint_states_qos']))
+                                 joint_states_qos(p['joint_states_qos']), raw=True)
         self.create_subscription(JointTrajectory, '~/reference', self.guard(self.on_reference),
                                  OUTPUT_QOS)
         if p['floating_base']:
@@ -91,11 +98,21 @@ class DynamicsNode(RbdNode):
         if missing:
             raise ValueError(f'command_joints {missing} are not single-DoF joints of the model')
         old = self.runtime
+        count = len(loaded.joint_names)
+        gravity = JointState(name=list(loaded.joint_names))
+        point = JointTrajectoryPoint()
+        fd = JointTrajectory(joint_names=list(loaded.joint_names), points=[point])
         self._next_runtime = Runtime(
             loaded=loaded,
             merger=JointStateMerger(loaded, old.merger if old is not None else None),
             command_slots=np.array([loaded.name_to_slot[n] for n in names], dtype=int),
-            command_names=tuple(names))
+            command_names=tuple(names),
+            gravity_out=SerializedMessage(gravity, gravity.header,
+                                          [(gravity, 'position'), (gravity, 'effort')],
+                                          count),
+            fd_out=SerializedMessage(fd, fd.header, [(point, 'positions'), (point, 'velocities'),
+                                                     (point, 'accelerations'), (point, 'effort')],
+                                     count))
 
     def model_changed(self, loaded: LoadedModel) -> None:
         self.runtime = self._next_runtime   # the swap: one assignment
@@ -137,50 +154,56 @@ class DynamicsNode(RbdNode):
         if self.is_stale():
             return
         cmd = joint_tau[rt.command_slots]
-        self._publish(self.pub_cmd, Float64MultiArray(data=[float(x) for x in cmd]), cmd)
+        self._publish(self.pub_cmd, Float64MultiArray(data=cmd.tolist()), cmd)
 
     # -- callbacks -----------------------------------------------------------------------
-    def on_joint_states(self, msg: JointState) -> None:
-        self.stats.received += 1
+    def on_joint_states(self, data: bytes) -> None:
+        """One serialized sensor_msgs/JointState. The hot path (1 kHz and more): no Python
+        message in or out (the input is read from its bytes, the two outputs are written into
+        bytes serialized once per model), the name -> slot map is cached by the merger, and the
+        gravity torques are published before forward dynamics is computed."""
+        stats = self.stats
+        stats.received += 1
         rt = self.runtime
         if rt is None:
             raise Rejected('no_model', 'joint_states before any robot_description')
-        unknown, has_effort = rt.merger.update(msg)
-        for name in unknown:
-            self.stats.unknown_names[name] += 1
-        self.stats.last_input_time = time.monotonic()
+        sec, nanosec, names, position, velocity, effort = self._decoder.decode(data)
         m = rt.merger
+        unknown, has_effort = m.update_values(names, position, velocity, effort,
+                                              sec * 1_000_000_000 + nanosec)
+        for name in unknown:
+            stats.unknown_names[name] += 1
+        stats.last_input_time = time.monotonic()
         if not m.complete:
             return
-        if self.params['floating_base'] and self._base is None:
-            return   # outputs wait for the first base state
-        if self.is_stale():
-            return   # (the base state is stale)
         lm = rt.loaded
-        base_q, base_v = self._base_state()
-        q = lm.full_q(m.position, base_q)
-        stamp = msg.header.stamp
+        if lm.direct_state:   # fixed base, every coordinate a JointState joint: q is position
+            base_q = base_v = None
+            q = m.position
+        else:
+            if self.params['floating_base'] and (self._base is None or self.is_stale()):
+                return   # outputs wait for a (fresh) base state
+            base_q, base_v = self._base_state()
+            q = lm.full_q(m.position, base_q)
 
-        g = self.stats.timed(rbd.gravity_torques, lm.model, q)[lm.v_index]
-        out = joint_state(stamp, lm.joint_names, position=m.position, effort=g)
-        if self._publish(self.pub_gravity, out, g) and \
-                self.params['command_source'] == 'gravity':
+        g = stats.timed(rbd.gravity_torques, lm.model, q)
+        if not lm.direct_state:
+            g = g[lm.v_index]
+        out = rt.gravity_out.fill(sec, nanosec, m.position, g)
+        if self._publish(self.pub_gravity, out, g) and self.params['command_source'] == 'gravity':
             self._command(rt, g)
 
         if has_effort and m.effort_complete:
-            v = lm.full_v(m.velocity, base_v)
-            tau = lm.full_v(m.effort)   # an unactuated floating base gets no torque
-            qdd = self.stats.timed(rbd.forward_dynamics, lm.model, q, v, tau)[lm.v_index]
-            traj = JointTrajectory()
-            traj.header.stamp = stamp
-            traj.joint_names = list(lm.joint_names)
-            point = JointTrajectoryPoint()
-            point.positions = [float(x) for x in m.position]
-            point.velocities = [float(x) for x in m.velocity]
-            point.accelerations = [float(x) for x in qdd]
-            point.effort = [float(x) for x in m.effort]
-            traj.points = [point]
-            self._publish(self.pub_fd, traj, qdd)
+            if lm.direct_state:
+                v, tau = m.velocity, m.effort
+            else:
+                v = lm.full_v(m.velocity, base_v)
+                tau = lm.full_v(m.effort)   # an unactuated floating base gets no torque
+            qdd = stats.timed(rbd.forward_dynamics, lm.model, q, v, tau)
+            if not lm.direct_state:
+                qdd = qdd[lm.v_index]
+            out = rt.fd_out.fill(sec, nanosec, m.position, m.velocity, qdd, m.effort)
+            self._publish(self.pub_fd, out, qdd)
 
     def on_reference(self, msg: JointTrajectory) -> None:
         rt = self.runtime

@@ -4,7 +4,9 @@ the loaded-model snapshot, joint-state merging by name, message conversion and d
 The nodes (``dynamics_node``, ``frames_node``, ``sim_node``) stay thin: parameters come from
 :func:`declare_parameters`, a robot description becomes a :class:`LoadedModel` (model + everything
 derived from it, replaced by one assignment), joint states go through :class:`JointStateMerger`,
-and every array is checked with :func:`all_finite` before it is published.
+and every array is checked with :func:`all_finite` before it is published. For the 1 kHz path of
+dynamics_node, :class:`JointStateDecoder` reads joint_states from their serialized bytes and
+:class:`SerializedMessage` writes the outputs into bytes serialized once per model.
 
 Multi-DoF URDF joints (planar, floating) have no single-value ``sensor_msgs/JointState``
 representation: the nodes hold them at their neutral configuration (identity pose, zero velocity)
@@ -17,6 +19,7 @@ import collections
 import dataclasses
 import inspect
 import math
+import struct
 import time
 from typing import Any, Callable, Mapping, Sequence
 
@@ -30,6 +33,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy,
                        qos_profile_sensor_data)
+from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
@@ -56,13 +60,22 @@ TF_STATIC_QOS = LATCHED_QOS
 COMMAND_QOS = OUTPUT_QOS
 
 
+#: Queue of a joint_states subscription: 0.1 s at 1 kHz. A node that is descheduled for a few
+#: milliseconds (a busy 2-core machine) then catches up instead of losing messages; with
+#: qos_profile_sensor_data's depth of 5, every stall over 5 ms lost messages.
+JOINT_STATES_DEPTH = 100
+
+
 def joint_states_qos(kind: str) -> QoSProfile:
     """QoS of a joint_states subscription: ``sensor_data`` (best effort: receives from reliable
-    and best-effort publishers alike) or ``reliable``."""
+    and best-effort publishers alike; qos_profile_sensor_data with a queue of
+    JOINT_STATES_DEPTH) or ``reliable`` (the same queue)."""
     if kind == 'sensor_data':
-        return qos_profile_sensor_data
+        return QoSProfile(depth=JOINT_STATES_DEPTH, history=qos_profile_sensor_data.history,
+                          reliability=qos_profile_sensor_data.reliability,
+                          durability=qos_profile_sensor_data.durability)
     if kind == 'reliable':
-        return QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        return QoSProfile(depth=JOINT_STATES_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
     raise ValueError(f"joint_states_qos must be 'sensor_data' or 'reliable', not {kind!r}")
 
 
@@ -195,6 +208,8 @@ class LoadedModel:
     lower: np.ndarray                 # (n,) position limits of joint_names (-inf/inf if none)
     upper: np.ndarray
     generation: int
+    #: fixed base and joint_names are every coordinate in q/v order: full_q(x) equals x
+    direct_state: bool = False
 
     @property
     def nq(self) -> int:
@@ -279,7 +294,10 @@ def load_model(xml: str, floating_base: bool, gravity: Sequence[float],
         mimic_offset=np.array([float(j.mimic[2]) for j in mimics]),
         multi_dof_names=tuple(j.name for j in multi),
         q_neutral=q_neutral, lower=np.array(lower), upper=np.array(upper),
-        generation=generation)
+        generation=generation,
+        direct_state=(not floating_base and not multi and len(single) == model.nq == model.nv
+                      and [j.q_index for j in single] == list(range(model.nq))
+                      and [j.v_index for j in single] == list(range(model.nv))))
 
 
 # --------------------------------------------------------------------------------------------
@@ -291,6 +309,22 @@ def stamp_ns(stamp: TimeMsg) -> int:
 
 
 def all_finite(*arrays) -> bool:
+    """True when every element of every array (numpy array, array.array, list) is finite.
+
+    Runs on every message, so the common case is one sum: a sum of finite numbers is finite
+    (``s - s == 0``) unless it overflows, and any NaN or inf makes it NaN or inf. Only a sum that
+    is not finite (or input that cannot be summed) is checked element by element."""
+    try:
+        total = 0.0
+        for a in arrays:
+            if isinstance(a, np.ndarray):
+                total += sum(a.tolist()) if a.ndim == 1 else float(a.sum())
+            else:
+                total += sum(a)
+        if total - total == 0.0:
+            return True
+    except (TypeError, ValueError):
+        pass
     return all(bool(np.all(np.isfinite(np.asarray(a, dtype=float)))) for a in arrays)
 
 
@@ -324,6 +358,8 @@ class JointStateMerger:
         self.has_effort = np.zeros(n, dtype=bool)
         self.last_stamp_ns = -1
         self._skip = set(loaded.mimic_names) | set(loaded.multi_dof_names)
+        self._plans: dict[tuple[str, ...], _MergePlan] = {}
+        self._complete = self._effort_complete = False
         if previous is not None:   # a model swap keeps what is known, by name
             self.last_stamp_ns = previous.last_stamp_ns
             for name, i in loaded.name_to_slot.items():
@@ -336,52 +372,198 @@ class JointStateMerger:
 
     @property
     def complete(self) -> bool:
-        return bool(self.has_position.all())
+        """Every position known (once true, true for the life of this merger)."""
+        if not self._complete:
+            self._complete = bool(self.has_position.all())
+        return self._complete
 
     @property
     def effort_complete(self) -> bool:
-        return bool(self.has_effort.all())
+        if not self._effort_complete:
+            self._effort_complete = bool(self.has_effort.all())
+        return self._effort_complete
 
-    def update(self, msg: JointState) -> tuple[list[str], bool]:
-        """Merge ``msg``. Returns (unknown names, whether the message carried effort)."""
-        n = len(msg.name)
-        for field in ('position', 'velocity', 'effort'):
-            length = len(getattr(msg, field))
-            if length not in (0, n):
-                raise Rejected('length_mismatch',
-                               f'{n} names but {length} {field} values')
-        if len(set(msg.name)) != n:
+    def _plan(self, names: tuple[str, ...]) -> '_MergePlan':
+        """Where the values of a message with these names go; cached per name list (a driver
+        sends the same names every time, so the per-message work is one dict look-up)."""
+        if len(set(names)) != len(names):
             raise Rejected('duplicate_names', 'a joint name appears twice')
-        pos = np.asarray(msg.position, dtype=float)
-        vel = np.asarray(msg.velocity, dtype=float)
-        eff = np.asarray(msg.effort, dtype=float)
-        if not all_finite(pos, vel, eff):
-            raise Rejected('non_finite', 'NaN or inf in position, velocity or effort')
-        t = stamp_ns(msg.header.stamp)
-        if t < self.last_stamp_ns:
-            raise Rejected('time_backwards',
-                           f'stamp {t * 1e-9:.9f} s is older than {self.last_stamp_ns * 1e-9:.9f} s')
         slots, src, unknown = [], [], []
-        for k, name in enumerate(msg.name):
+        for k, name in enumerate(names):
             i = self.loaded.name_to_slot.get(name)
             if i is not None:
                 slots.append(i)
                 src.append(k)
             elif name not in self._skip:
                 unknown.append(name)
+        plan = _MergePlan(
+            identity=slots == list(range(len(self.position))) and len(names) == len(slots),
+            slots=np.array(slots, dtype=int), src=np.array(src, dtype=int),
+            unknown=tuple(unknown))
+        if len(self._plans) >= 64:   # bounded: a stream of ever-new name lists costs no memory
+            self._plans.clear()
+        self._plans[names] = plan
+        return plan
+
+    def update(self, msg: JointState) -> tuple[list[str], bool]:
+        """Merge ``msg``. Returns (unknown names, whether the message carried effort)."""
+        return self.update_values(tuple(msg.name), msg.position, msg.velocity, msg.effort,
+                                  stamp_ns(msg.header.stamp))
+
+    def update_values(self, names: tuple[str, ...], pos, vel, eff,
+                      t: int) -> tuple[list[str], bool]:
+        """Merge one JointState given as its names, position / velocity / effort values (numpy
+        arrays, array.array or sequences) and stamp in ns; as :meth:`update`."""
+        n = len(names)
+        for field, values in (('position', pos), ('velocity', vel), ('effort', eff)):
+            if len(values) not in (0, n):
+                raise Rejected('length_mismatch', f'{n} names but {len(values)} {field} values')
+        plan = self._plans.get(names)
+        if plan is None:
+            plan = self._plan(names)   # raises Rejected on duplicate names
+        if not all_finite(pos, vel, eff):
+            raise Rejected('non_finite', 'NaN or inf in position, velocity or effort')
+        if t < self.last_stamp_ns:
+            raise Rejected('time_backwards',
+                           f'stamp {t * 1e-9:.9f} s is older than {self.last_stamp_ns * 1e-9:.9f} s')
         self.last_stamp_ns = t
-        if slots:
-            slots_a, src_a = np.array(slots), np.array(src)
-            if len(pos):
-                self.position[slots_a] = pos[src_a]
-                self.has_position[slots_a] = True
-            if len(vel):
-                self.velocity[slots_a] = vel[src_a]
-                self.has_velocity[slots_a] = True
-            if len(eff):
-                self.effort[slots_a] = eff[src_a]
-                self.has_effort[slots_a] = True
-        return unknown, bool(len(eff) and slots)
+        for values, dest, known in ((pos, self.position, self.has_position),
+                                    (vel, self.velocity, self.has_velocity),
+                                    (eff, self.effort, self.has_effort)):
+            if not len(values):
+                continue
+            if plan.identity:   # every joint, in model order
+                dest[:] = values
+                known[:] = True
+            elif len(plan.slots):
+                dest[plan.slots] = np.asarray(values, dtype=float)[plan.src]
+                known[plan.slots] = True
+        return list(plan.unknown), bool(len(eff) and len(plan.slots))
+
+
+@dataclasses.dataclass(frozen=True)
+class _MergePlan:
+    identity: bool          # the names are exactly the model's joints in model order
+    slots: np.ndarray       # merger slot of each known name ...
+    src: np.ndarray         # ... and its index in the message
+    unknown: tuple[str, ...]
+
+
+class JointStateDecoder:
+    """sensor_msgs/JointState from its serialized bytes (a ``raw=True`` subscription) without
+    building a Python message: ``decode(data)`` returns (sec, nanosec, names, position,
+    velocity, effort), the arrays float64 views of the bytes.
+
+    Plain CDR (XCDR1, either byte order: what rmw implementations send for ROS messages) is read
+    here. A publisher sends the same frame_id, names and array lengths every time, so the bytes
+    that fix the layout are compared with the previous message's and, when equal, the stamp and
+    the arrays are read at the offsets found then. Any other encapsulation goes through rclpy's
+    deserializer. Truncated or malformed bytes raise :class:`Rejected` (``malformed``).
+    """
+
+    def __init__(self):
+        self._layout: _JointStateLayout | None = None
+
+    def decode(self, data: bytes):
+        lay = self._layout
+        if lay is None or len(data) < lay.end or data[:2] != lay.encapsulation or \
+                (int.from_bytes(data[12:lay.fixed_end], 'little') & lay.mask) != lay.fixed or \
+                data[lay.velocity_count:lay.velocity_count + 4] != lay.velocity_count_bytes or \
+                data[lay.effort_count:lay.effort_count + 4] != lay.effort_count_bytes:
+            lay = self._layout = self._parse(data)
+            if lay is None:   # not plain CDR
+                msg = deserialize_message(data, JointState)
+                st = msg.header.stamp
+                return (st.sec, st.nanosec, tuple(msg.name), msg.position, msg.velocity,
+                        msg.effort)
+        sec, nanosec = lay.stamp.unpack_from(data, 4)
+        (p, np_), (v, nv), (e, ne) = lay.arrays
+        dt = lay.dtype
+        return (sec, nanosec, lay.names,
+                np.frombuffer(data, dt, np_, p) if np_ else _NO_VALUES,
+                np.frombuffer(data, dt, nv, v) if nv else _NO_VALUES,
+                np.frombuffer(data, dt, ne, e) if ne else _NO_VALUES)
+
+    @staticmethod
+    def _parse(data: bytes) -> '_JointStateLayout | None':
+        if len(data) < 4 or data[0] != 0 or data[1] not in (0, 1):
+            return None
+        e = '<' if data[1] == 1 else '>'
+        u32 = struct.Struct(e + 'I')
+
+        pads = []   # alignment gaps: their bytes are undefined
+
+        def align(off, n):   # XCDR1 aligns relative to the byte after the encapsulation
+            new = off + (-(off - 4)) % n
+            pads.append((off, new))
+            return new
+
+        def string(off):
+            length, = u32.unpack_from(data, off)
+            raw = data[off + 4:off + 4 + length]
+            if len(raw) != length:
+                raise struct.error('string past the end')
+            return raw.rstrip(b'\0').decode('utf-8'), off + 4 + length
+
+        try:
+            _, off = string(12)                      # header.stamp (8 bytes), header.frame_id
+            off = align(off, 4)
+            count, = u32.unpack_from(data, off)
+            off += 4
+            names = []
+            for _ in range(count):
+                name, off = string(align(off, 4))
+                names.append(name)
+            arrays, count_at = [], []
+            for _ in range(3):                       # position, velocity, effort
+                off = align(off, 4)
+                count, = u32.unpack_from(data, off)
+                count_at.append(off)
+                off += 4
+                if count:
+                    off = align(off, 8)
+                arrays.append((off, count))
+                off += 8 * count
+            if off > len(data):
+                raise struct.error('arrays past the end')
+        except (struct.error, UnicodeDecodeError) as exc:
+            raise Rejected('malformed', f'JointState bytes: {exc}') from None
+        fixed_end, vc, ec = count_at[0] + 4, count_at[1], count_at[2]
+        mask = bytearray(b'\xff' * (fixed_end - 12))
+        for start, stop in pads:
+            if stop <= fixed_end:
+                mask[start - 12:stop - 12] = bytes(stop - start)
+        mask = int.from_bytes(mask, 'little')
+        return _JointStateLayout(
+            end=off, encapsulation=data[:2], mask=mask,
+            fixed=int.from_bytes(data[12:fixed_end], 'little') & mask,
+            fixed_end=fixed_end, velocity_count=vc, velocity_count_bytes=data[vc:vc + 4],
+            effort_count=ec, effort_count_bytes=data[ec:ec + 4], names=tuple(names),
+            arrays=tuple(arrays), stamp=struct.Struct(e + 'iI'), dtype=np.dtype(e + 'f8'))
+
+
+_NO_VALUES = np.zeros(0)
+_NO_VALUES.flags.writeable = False
+
+
+@dataclasses.dataclass(frozen=True)
+class _JointStateLayout:
+    """Where things are in a serialized JointState: equal bytes at ``encapsulation``, at
+    ``fixed`` (but for alignment gaps) and at the two counts mean an equal layout."""
+
+    end: int                 # where the effort values end
+    encapsulation: bytes
+    mask: int                # bytes 12 .. fixed_end (frame_id, names, position count) as an
+    fixed: int               # int, alignment gaps masked out; and their value
+    fixed_end: int
+    velocity_count: int      # offset of the velocity count ...
+    velocity_count_bytes: bytes   # ... and its bytes
+    effort_count: int
+    effort_count_bytes: bytes
+    names: tuple[str, ...]
+    arrays: tuple            # (offset, count) of position, velocity, effort
+    stamp: struct.Struct
+    dtype: np.dtype
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,12 +577,92 @@ def joint_state(stamp: TimeMsg, names: Sequence[str], position=None, velocity=No
     msg.header.frame_id = frame_id
     msg.name = list(names)
     if position is not None:
-        msg.position = [float(x) for x in position]
+        msg.position = doubles(position)
     if velocity is not None:
-        msg.velocity = [float(x) for x in velocity]
+        msg.velocity = doubles(velocity)
     if effort is not None:
-        msg.effort = [float(x) for x in effort]
+        msg.effort = doubles(effort)
     return msg
+
+
+def doubles(values) -> list[float]:
+    """A float64[] message field's value: Python floats (a 1-D numpy array converts at C speed)."""
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        return values.astype(float, copy=False).tolist()
+    return [float(x) for x in values]
+
+
+class SerializedMessage:
+    """A message published many times with the same names and only new numbers: serialized
+    once by rclpy, then per message the stamp and the float64[] fields are written into a copy of
+    those bytes, which ``Publisher.publish`` sends as they are (no Python-to-C conversion and no
+    serialization per message).
+
+    ``fields`` lists the float64[] fields to fill, as (message or sub-message, field name),
+    each of ``length`` values; ``header`` is the std_msgs/Header whose stamp is set. Where they
+    lie in the bytes is found by serializing the message with marker values in them, so the
+    encoding is whatever rclpy produces: the bytes are identical to serializing the message with
+    the same stamp and values (test_ros_conversions checks it).
+    """
+
+    _STAMP_MARK = (0x5EC0_7A11, 0x3AB_CDEF)
+
+    def __init__(self, msg, header, fields: Sequence[tuple[Any, str]], length: int):
+        header.stamp = TimeMsg(sec=self._STAMP_MARK[0], nanosec=self._STAMP_MARK[1])
+        marks = []
+        for k, (holder, name) in enumerate(fields):
+            values = [math.ldexp(1.0 + (k * length + i + 1) / 4096.0, -1000)
+                      for i in range(length)]
+            setattr(holder, name, values)
+            marks.append(values)
+        self.template = self._exact(msg, bytes(serialize_message(msg)))
+        # encapsulation: byte 1 is 1 for little-endian CDR, 0 for big-endian
+        self._endian = '<' if self.template[1] & 1 else '>'
+        self._stamp = struct.Struct(self._endian + 'iI')
+        self._stamp_offset = self._find(self._stamp.pack(*self._STAMP_MARK))
+        self._slices = []
+        for values in marks:
+            offset = self._find(struct.pack(f'{self._endian}{length}d', *values)) if length else 0
+            self._slices.append(slice(offset, offset + 8 * length))
+        self._dtype = np.dtype(np.float64).newbyteorder(self._endian)
+        self.length = length
+
+    @staticmethod
+    def _exact(msg, data: bytes) -> bytes:
+        """``data`` without the bytes that rclpy's serialized buffer may carry after the
+        message: the shortest prefix (whole 4-byte words) that still deserializes to ``msg``."""
+        lo, hi = 1, len(data) // 4   # in words; hi always deserializes
+        while lo < hi:
+            mid = (lo + hi) // 2
+            try:
+                ok = deserialize_message(data[:4 * mid], type(msg)) == msg
+            except Exception:   # noqa: BLE001 - rclpy raises RMWError on a short buffer
+                ok = False
+            if ok:
+                hi = mid
+            else:
+                lo = mid + 1
+        return data[:4 * hi]
+
+    def _find(self, pattern: bytes) -> int:
+        offset = self.template.find(pattern)
+        if offset < 0 or self.template.find(pattern, offset + 1) >= 0:
+            raise RuntimeError('SerializedMessage: a field was not found exactly once')
+        return offset
+
+    def fill(self, sec: int, nanosec: int, *arrays: np.ndarray) -> bytes:
+        """The serialized message stamped (sec, nanosec), with the arrays (in ``fields`` order,
+        each of ``length`` float64 values)."""
+        buf = bytearray(self.template)
+        self._stamp.pack_into(buf, self._stamp_offset, sec, nanosec)
+        for where, values in zip(self._slices, arrays):
+            if type(values) is not np.ndarray or values.dtype != self._dtype:
+                values = np.asarray(values, dtype=self._dtype)
+            data = values.tobytes()
+            if len(data) != 8 * self.length:   # (a bytearray slice assignment would resize)
+                raise ValueError(f'expected {self.length} values, got {len(data) // 8}')
+            buf[where] = data
+        return bytes(buf)
 
 
 def quaternion_from_matrix(r: np.ndarray) -> tuple[float, float, float, float]:
