@@ -64,8 +64,8 @@ def run(smoke=False, out=print):
     out(f'machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, '
         f'numba kernels {"on" if rbd.JIT_ENABLED else "OFF"}, Pinocchio {pin.__version__}')
     out('')
-    out(f'| function | robot | rbd_ros us | Pinocchio us | ratio |')
-    out(f'|---|---|---:|---:|---:|')
+    out('| function | robot | rbd_ros us | Pinocchio us | ratio |')
+    out('|---|---|---:|---:|---:|')
     rows, batch_rows = [], []
     for label, path, floating in ROBOTS:
         model = rbd.Model.from_urdf(path, floating_base=floating)

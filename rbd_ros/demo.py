@@ -121,7 +121,7 @@ def main(argv=None) -> int:
                                                 'command_joints': names},
                                         'dynamics': {'command_source': 'gravity',
                                                      'command_joints': names}})
-        sim, dyn = nodes[0], nodes[1]
+        sim = nodes[0]
         monitor_node = rclpy.create_node('rbd_demo_monitor', context=context)
         monitor = Monitor(monitor_node, dict(zip(names, pose)))
         executor = make_executor(context)
@@ -152,7 +152,7 @@ def main(argv=None) -> int:
                 f'  wall time {wall:.1f} s, simulated {nodes[0].sim_time:.3f} s '
                 f'({nodes[0].steps} steps of {1e3 * nodes[0].dt:g} ms, '
                 f'{nodes[0].params["integrator"]})',
-                f'  messages: ' + ', '.join(f'{k} {v}' for k, v in monitor.counts.items()),
+                '  messages: ' + ', '.join(f'{k} {v}' for k, v in monitor.counts.items()),
                 f'  dynamics compute time per call: p50 {p50:.1f} us, p99 {p99:.1f} us',
                 f'  rejected inputs: dynamics {sum(nodes[1].stats.rejected.values())}, '
                 f'sim {sum(nodes[0].stats.rejected.values())}',

@@ -24,7 +24,7 @@ from std_srvs.srv import Trigger
 import rbd_ros.dynamics as rbd
 from rbd_ros.ros_conversions import (COMMAND_QOS, OUTPUT_QOS, LoadedModel, ParamSpec, RbdNode,
                                      Rejected, all_finite, diagnostic_status, finite_vector,
-                                     joint_state, non_negative, one_of, positive, run_node)
+                                     joint_state, one_of, positive, run_node)
 
 PARAMS = {
     'robot_description': ParamSpec('', 'URDF text; empty: take it from the robot_description '

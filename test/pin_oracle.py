@@ -4,7 +4,6 @@ cos/sin; mimic joints as independent Pinocchio joints driven through the mimic m
 import numpy as np
 import pinocchio as pin
 
-import rbd_ros.dynamics as rbd
 
 REFS = {'world': pin.ReferenceFrame.WORLD, 'local': pin.ReferenceFrame.LOCAL,
         'local_world_aligned': pin.ReferenceFrame.LOCAL_WORLD_ALIGNED}

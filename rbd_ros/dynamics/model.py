@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import layout as L
-from .errors import ModelError
 from .spatial import add_inertia_to_parent
 from .urdf import read_urdf
 

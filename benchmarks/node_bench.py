@@ -1,0 +1,674 @@
+"""dynamics_node at 1 kHz against a bare rclpy relay, in one run.
+
+    .venv/bin/python -m benchmarks.node_bench [--smoke] [--duration S] [--transport shm|udp]
+
+This process is the driver: it publishes a 7-joint ``sensor_msgs/JointState`` (position, velocity
+and effort) on ``joint_states`` at 1 kHz from an rclpy timer, stamped with the send time, and
+records when each output comes back (raw subscriptions, reliable and 1000 deep: it reads only the
+stamp, and a burst after a stall of the process under test is not dropped on its side). Against,
+in turn, other processes on the same transport, QoS and executor type:
+
+1. a bare rclpy relay (this module with ``--relay``): republishes every joint_states message it
+   receives as it is, nothing else -- the baseline of a plain rclpy node;
+2. ``dynamics_node`` (``python -m rbd_ros.dynamics_node``) on the bundled 7-DoF arm with gravity,
+   forward dynamics and diagnostics on: ``~/gravity_torques`` and ``~/forward_dynamics`` carry
+   the input's stamp;
+3. the relay again: its latency is pooled over half a window before and half after the node, so
+   that a drift of the machine's load during the run does not land on one side only.
+
+Latency = receipt time - input stamp (one clock: both are taken in this process). Lost = sent
+in the measuring window and never received; how many of those never reached dynamics_node comes
+from its own /diagnostics (messages_received). Added latency = dynamics_node - relay, percentile
+by percentile. CPU = utime + stime of the process over the measuring window (/proc/<pid>/stat),
+as % of one core; RSS sampled every second from /proc/<pid>/status after the warm-up. Start-up =
+process spawn to the first gravity torque received (driver publishing at 1 kHz throughout),
+median of 3 starts after one untimed start that warms any compile cache, with the time at which
+the node logged its model (up, before DDS discovery).
+
+Everything stays on loopback (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST) on a private ROS domain
+id. ``--smoke`` runs for a few seconds and only checks that the machinery works (the test suite
+runs it; no timing is asserted anywhere).
+"""
+from __future__ import annotations
+
+import argparse
+import array
+import fcntl
+import gc
+import math
+import os
+import pathlib
+import platform
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+ARM_URDF = ROOT / 'rbd_ros' / 'robots' / 'rbd_arm7.urdf'
+NODE = 'rbd_dynamics'
+GRAVITY = f'/{NODE}/gravity_torques'
+FD = f'/{NODE}/forward_dynamics'
+RELAY_NODE = 'rbd_bench_relay'
+RELAY_OUT = f'/{RELAY_NODE}/joint_states'
+CLK_TCK = os.sysconf('SC_CLK_TCK')
+STAMP_LE, STAMP_BE = struct.Struct('<iI'), struct.Struct('>iI')   # header.stamp after the
+                                                                  # 4-byte CDR encapsulation
+TARGETS = {'added_p50_us': 50.0, 'added_p99_us': 200.0, 'cpu_pct': 35.0, 'rss_mb': 5.0,
+           'startup_s': 2.0}
+
+
+# --------------------------------------------------------------------------------------------
+# Environment: private domain, loopback only, transport
+# --------------------------------------------------------------------------------------------
+
+_domain_lock = None
+
+
+def private_domain_id() -> int:
+    """A ROS domain id (1..100) no other rbd_ros test or benchmark process on this machine holds
+    (the lock files are the ones test/conftest.py uses)."""
+    global _domain_lock
+    if _domain_lock is not None:
+        return _domain_lock[1]
+    start = os.getpid() % 100
+    for k in range(100):
+        domain = 1 + (start + k) % 100
+        fh = open(os.path.join(tempfile.gettempdir(), f'rbd_ros_test_domain_{domain}.lock'), 'w')
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            continue
+        _domain_lock = (fh, domain)   # held until the process exits
+        return domain
+    raise RuntimeError('no free ROS domain id')
+
+
+def configure_environment(transport: str, log_dir: str) -> dict:
+    """Set (in os.environ, inherited by the child processes) everything that keeps the run on
+    loopback and private. Returns a description for the report."""
+    domain = private_domain_id()
+    os.environ['ROS_DOMAIN_ID'] = str(domain)
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    os.environ['ROS_LOG_DIR'] = log_dir
+    os.environ.setdefault('RCUTILS_COLORIZED_OUTPUT', '0')
+    if transport == 'udp':
+        os.environ['FASTDDS_BUILTIN_TRANSPORTS'] = 'UDPv4'
+    elif transport == 'shm':
+        os.environ.pop('FASTDDS_BUILTIN_TRANSPORTS', None)   # Fast DDS default: SHM + UDPv4
+    return {'domain': domain, 'transport': transport,
+            'rmw': os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp (default)')}
+
+
+def default_transport() -> str:
+    """udp when the caller already asked Fast DDS for UDP only (the test suite does, so that no
+    /dev/shm segments are left behind), else shm (Fast DDS's default on one host)."""
+    return 'udp' if os.environ.get('FASTDDS_BUILTIN_TRANSPORTS', '').upper() == 'UDPV4' \
+        else 'shm'
+
+
+def joint_names(urdf: pathlib.Path) -> list[str]:
+    """Single-DoF, non-mimic joints of the URDF in document order (the JointState joints)."""
+    root = ET.parse(urdf).getroot()
+    return [j.get('name') for j in root.findall('joint')
+            if j.get('type') in ('revolute', 'continuous', 'prismatic')
+            and j.find('mimic') is None]
+
+
+# --------------------------------------------------------------------------------------------
+# /proc sampling
+# --------------------------------------------------------------------------------------------
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of every thread of ``pid`` so far, in seconds."""
+    with open(f'/proc/{pid}/stat') as fh:
+        fields = fh.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK   # fields 14 and 15 of stat(5)
+
+
+def rss_mb(pid: int) -> float:
+    with open(f'/proc/{pid}/status') as fh:
+        for line in fh:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) / 1024.0
+    return math.nan
+
+
+# --------------------------------------------------------------------------------------------
+# The relay (runs in its own process: python -m benchmarks.node_bench --relay)
+# --------------------------------------------------------------------------------------------
+
+def relay_main() -> int:
+    """A bare rclpy relay: every joint_states message is republished as it is, on the same QoS
+    profiles and the same executor type as dynamics_node."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    from sensor_msgs.msg import JointState
+
+    from rbd_ros.ros_conversions import OUTPUT_QOS, joint_states_qos, make_executor, spin
+
+    rclpy.init()
+    node = rclpy.create_node(RELAY_NODE)
+    pub = node.create_publisher(JointState, '~/joint_states', OUTPUT_QOS)
+    node.create_subscription(JointState, 'joint_states', pub.publish,
+                             joint_states_qos('sensor_data'))
+    executor = make_executor()
+    executor.add_node(node)
+    try:
+        spin(executor)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# The driver (this process)
+# --------------------------------------------------------------------------------------------
+
+class Receipts:
+    """(input stamp, receipt time) in ns of the messages received on one topic, in two int64
+    arrays: the driver keeps 10^5 of them and nothing the garbage collector has to scan."""
+
+    def __init__(self):
+        self.stamps, self.times = array.array('q'), array.array('q')
+
+    def __len__(self) -> int:
+        return len(self.stamps)
+
+    def first(self) -> tuple[int, int]:
+        return self.stamps[0], self.times[0]
+
+    def __add__(self, other: 'Receipts') -> 'Receipts':
+        both = Receipts()
+        both.stamps, both.times = self.stamps + other.stamps, self.times + other.times
+        return both
+
+
+class Driver:
+    """Publishes joint_states at ``rate`` Hz from a timer while ``sending``, records send stamps
+    and receipt times, samples RSS of ``watch_pid`` every second. Single-threaded: everything
+    runs in one executor that the main code spins with :meth:`spin_for` / :meth:`spin_until`."""
+
+    def __init__(self, names: list[str], rate: float):
+        import rclpy
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import JointState
+
+        from rbd_ros.ros_conversions import make_executor
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
+        self.node = rclpy.create_node('rbd_bench_driver', context=self.context)
+        self.executor = make_executor(self.context)
+        self.executor.add_node(self.node)
+        # as a ros2_control joint_state_broadcaster publishes (reliable, keep last 10)
+        self.pub = self.node.create_publisher(
+            JointState, 'joint_states',
+            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        n = len(names)
+        self.msg = JointState(name=list(names))
+        # a few hundred distinct, smooth states, cycled (no per-send allocation in the driver)
+        self.states = []
+        for k in range(500):
+            s = 2 * math.pi * k / 500
+            self.states.append((
+                array.array('d', [0.8 * math.sin(s + 0.7 * i) for i in range(n)]),
+                array.array('d', [0.5 * math.cos(s + 0.3 * i) for i in range(n)]),
+                array.array('d', [2.0 * math.sin(2 * s + 0.5 * i) for i in range(n)])))
+        self.sending = False
+        self.sent = array.array('q')       # time_ns stamps of every message sent
+        self.subs = []
+        self.watch_pid: int | None = None
+        self.rss: list[float] = []
+        self._k = 0
+        from rclpy.task import Future
+        self._never = Future()
+        self.timer = self.node.create_timer(1.0 / rate, self._tick)
+        self.sampler = self.node.create_timer(1.0, self._sample)
+
+    def _tick(self) -> None:
+        if not self.sending:
+            return
+        msg = self.msg
+        msg.position, msg.velocity, msg.effort = self.states[self._k % 500]
+        self._k += 1
+        t = time.time_ns()
+        stamp = msg.header.stamp
+        stamp.sec, stamp.nanosec = divmod(t, 1_000_000_000)
+        self.pub.publish(msg)
+        self.sent.append(t)
+
+    def _sample(self) -> None:
+        if self.watch_pid is not None:
+            try:
+                self.rss.append(rss_mb(self.watch_pid))
+            except OSError:
+                pass
+
+    def listen(self, msg_type, topic: str) -> 'Receipts':
+        """Record (stamp ns, receipt ns) of every message on ``topic``. Raw subscription: the
+        stamp is read from the bytes (every stamped message starts with its header), so the
+        driver's cost per receipt is the same small one for every message type."""
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+        # reliable like the outputs, and deep: a burst after a stall of the process under test
+        # must not be dropped here (a keep-last-10 reader would)
+        qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        box = Receipts()
+        stamps, times = box.stamps, box.times
+
+        def on_msg(data: bytes):
+            t = time.time_ns()
+            sec, nanosec = (STAMP_LE if data[1] == 1 else STAMP_BE).unpack_from(data, 4)
+            stamps.append(sec * 1_000_000_000 + nanosec)
+            times.append(t)
+        self.subs.append(self.node.create_subscription(msg_type, topic, on_msg, qos,
+                                                       raw=True))
+        return box
+
+    def listen_diagnostics(self, node_name: str) -> dict:
+        """The latest /diagnostics key-values of ``node_name`` (filled in place)."""
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        from rbd_ros.ros_conversions import OUTPUT_QOS
+        latest: dict = {}
+
+        def on_diag(msg):
+            for status in msg.status:
+                if node_name in status.name:
+                    latest.clear()
+                    latest.update({kv.key: kv.value for kv in status.values})
+        self.subs.append(self.node.create_subscription(DiagnosticArray, '/diagnostics',
+                                                       on_diag, OUTPUT_QOS))
+        return latest
+
+    def unlisten(self) -> None:
+        for sub in self.subs:
+            self.node.destroy_subscription(sub)
+        self.subs = []
+
+    def spin_for(self, seconds: float) -> None:
+        self.spin_until(lambda: False, seconds)
+
+    def spin_until(self, predicate, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            if predicate():
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self.executor.spin_until_future_complete(self._never, timeout_sec=min(0.05, left))
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+# --------------------------------------------------------------------------------------------
+# Processes under test
+# --------------------------------------------------------------------------------------------
+
+class Child:
+    """A process under test, its output in a log file."""
+
+    def __init__(self, argv: list[str], log_path: str):
+        self.log_path = log_path
+        self.log = open(log_path, 'w')
+        self.t_spawn_ns = time.time_ns()
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                     cwd=str(ROOT))
+        self.pid = self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+    def logged_at(self, pattern: str) -> float | None:
+        """Seconds from spawn to the first log line matching ``pattern`` (rcutils' default
+        format: ``[LEVEL] [sec.nsec] [node]: message``), or None."""
+        import re
+        if not self.log.closed:
+            self.log.flush()
+        text = pathlib.Path(self.log_path).read_text(errors='replace')
+        match = re.search(r'\[(\d+\.\d+)\] ' + pattern, text)
+        return float(match.group(1)) - self.t_spawn_ns / 1e9 if match else None
+
+    def tail(self, lines: int = 20) -> str:
+        if not self.log.closed:
+            self.log.flush()
+        text = pathlib.Path(self.log_path).read_text(errors='replace').splitlines()
+        return '\n'.join(text[-lines:])
+
+
+def dynamics_params_file(tmp: str) -> str:
+    import yaml
+    params = {NODE: {'ros__parameters': {
+        'robot_description': ARM_URDF.read_text(),
+        'joint_states_qos': 'sensor_data',
+        'diagnostics_period': 1.0,
+        'command_source': 'none',
+    }}}
+    path = os.path.join(tmp, 'dynamics_bench.yaml')
+    with open(path, 'w') as fh:
+        yaml.safe_dump(params, fh)
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# One measured phase
+# --------------------------------------------------------------------------------------------
+
+class PhaseError(RuntimeError):
+    pass
+
+
+def latency_stats(sent_window, box: 'Receipts') -> dict:
+    """Latency percentiles (us) and loss of the messages sent in the window."""
+    import numpy as np
+    recv = {}
+    for stamp, t in zip(box.stamps, box.times):
+        recv.setdefault(stamp, t)   # the first receipt counts
+    lat = [recv[s] - s for s in sent_window if s in recv]
+    out = {'sent': len(sent_window), 'received': len(lat), 'lost': len(sent_window) - len(lat)}
+    if lat:
+        arr = np.asarray(lat, dtype=float) / 1e3
+        p50, p90, p99 = np.percentile(arr, [50, 90, 99])
+        out.update(p50=float(p50), p90=float(p90), p99=float(p99), max=float(arr.max()))
+    else:
+        out.update(p50=math.nan, p90=math.nan, p99=math.nan, max=math.nan)
+    return out
+
+
+def run_phase(driver: Driver, child: Child, topics: dict, *, warmup: float, duration: float,
+              first_timeout: float, first_topic: str, say, diagnostics: str | None = None) -> dict:
+    """Publish at the driver rate from spawn on; wait for the first ``first_topic`` message
+    (start-up), warm up, then measure for ``duration`` s: latency per topic, CPU and RSS of the
+    child over the window. With ``diagnostics`` (a node name), also how many joint_states the
+    node says it received, from its /diagnostics."""
+    boxes = {topic: driver.listen(msg_type, topic) for topic, msg_type in topics.items()}
+    diag = driver.listen_diagnostics(diagnostics) if diagnostics else None
+    i_spawn = len(driver.sent)
+    driver.sending = True
+    ok = driver.spin_until(lambda: boxes[first_topic] or not child.alive(), first_timeout)
+    if not ok or not child.alive():
+        driver.sending = False
+        driver.unlisten()
+        raise PhaseError(f'no message on {first_topic} within {first_timeout:.0f} s '
+                         f'(process {"running" if child.alive() else "exited"}); its log:\n'
+                         + child.tail())
+    first_stamp, first_receipt = boxes[first_topic].first()
+    startup = (first_receipt - child.t_spawn_ns) / 1e9
+    say(f'  first message on {first_topic} {startup:.2f} s after spawn; warming up {warmup:g} s')
+    driver.spin_for(warmup)
+    driver.rss, driver.watch_pid = [rss_mb(child.pid)], child.pid
+    cpu0, t0 = cpu_seconds(child.pid), time.monotonic()
+    i0 = len(driver.sent)
+    say(f'  measuring {duration:g} s')
+    driver.spin_for(duration)
+    cpu1, t1 = cpu_seconds(child.pid), time.monotonic()
+    i1 = len(driver.sent)
+    driver.rss.append(rss_mb(child.pid))
+    driver.watch_pid = None
+    driver.sending = False
+    i_stop = len(driver.sent)
+    # drain: late outputs still count as received; and one more /diagnostics (1 Hz) comes
+    driver.spin_for(1.5 if diagnostics else 1.0)
+    window = driver.sent[i0:i1]
+    result = {'startup_s': startup, 'cpu_pct': 100.0 * (cpu1 - cpu0) / (t1 - t0),
+              'cpu_s': cpu1 - cpu0, 'rss': list(driver.rss), 'window_s': t1 - t0,
+              'send_rate_hz': len(window) / (t1 - t0), 'window': window,
+              'boxes': boxes,
+              'topics': {topic: latency_stats(window, box) for topic, box in boxes.items()}}
+    if diag is not None:
+        # every message the node received produced an output, so from the first one on
+        # (first_stamp) whatever the node did not count was lost on its input
+        sent = sum(1 for t in driver.sent[i_spawn:i_stop] if t >= first_stamp)
+        got = int(diag.get('messages_received', -1))
+        result['node'] = dict(diag, sent_since_first=sent,
+                              input_lost=sent - got if got >= 0 else None)
+    driver.unlisten()
+    return result
+
+
+def pooled(a: dict, b: dict) -> dict:
+    """Two runs of the same process kind as one: latency over both windows, CPU over both."""
+    window = a['window'] + b['window']
+    topics = {topic: latency_stats(window, a['boxes'][topic] + b['boxes'][topic])
+              for topic in a['topics']}
+    return dict(a, topics=topics, window=window,
+                cpu_pct=100.0 * (a['cpu_s'] + b['cpu_s']) / (a['window_s'] + b['window_s']),
+                send_rate_hz=(len(a['window']) + len(b['window']))
+                / (a['window_s'] + b['window_s']), halves=(a, b))
+
+
+def time_to_first(driver: Driver, child: Child, topic: str, msg_type, timeout: float) -> float:
+    """Seconds from spawn to the first message on ``topic`` (driver publishing meanwhile)."""
+    box = driver.listen(msg_type, topic)
+    driver.sending = True
+    try:
+        ok = driver.spin_until(lambda: box or not child.alive(), timeout)
+    finally:
+        driver.sending = False
+        driver.unlisten()
+    if not ok or not box:
+        raise PhaseError(f'no message on {topic} within {timeout:.0f} s; its log:\n' + child.tail())
+    return (box.first()[1] - child.t_spawn_ns) / 1e9
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+def fmt(x, digits=0) -> str:
+    return '-' if x is None or (isinstance(x, float) and math.isnan(x)) else f'{x:.{digits}f}'
+
+
+def verdict(ok: bool | None) -> str:
+    return '' if ok is None else ('yes' if ok else '**no**')
+
+
+def report(info: dict, relay: dict, dyn: dict, starts: list[float], out=print) -> list[tuple]:
+    """Print the markdown table; returns its rows."""
+    r = relay['topics'][RELAY_OUT]
+    g = dyn['topics'][GRAVITY]
+    f = dyn['topics'][FD]
+    add50, add99 = g['p50'] - r['p50'], g['p99'] - r['p99']
+    rss = [x for x in dyn['rss'] if not math.isnan(x)]
+    rss_span = max(rss) - min(rss) if rss else math.nan
+    startup = statistics.median(starts) if starts else math.nan
+    node = dyn.get('node', {})
+    lost_total = g['lost'] + f['lost']
+    rows = [
+        ('joint_states sent in the window (rate)',
+         f"{r['sent']} ({relay['send_rate_hz']:.0f} Hz)",
+         f"{g['sent']} ({dyn['send_rate_hz']:.0f} Hz)", '', '', ''),
+        ('lost: gravity_torques / forward_dynamics', str(r['lost']),
+         f"{g['lost']} / {f['lost']}", '', '0', verdict(lost_total == 0)),
+        ('of which lost on the way in (node diagnostics, whole run)', '',
+         fmt(node.get('input_lost')), '', '', ''),
+        ('latency p50, us: gravity_torques', fmt(r['p50']), fmt(g['p50']), fmt(add50),
+         f"< {TARGETS['added_p50_us']:.0f} added", verdict(add50 < TARGETS['added_p50_us'])),
+        ('latency p90, us: gravity_torques', fmt(r['p90']), fmt(g['p90']),
+         fmt(g['p90'] - r['p90']), '', ''),
+        ('latency p99, us: gravity_torques', fmt(r['p99']), fmt(g['p99']), fmt(add99),
+         f"< {TARGETS['added_p99_us']:.0f} added", verdict(add99 < TARGETS['added_p99_us'])),
+        ('latency max, us: gravity_torques', fmt(r['max']), fmt(g['max']),
+         fmt(g['max'] - r['max']), '', ''),
+        ('latency p50 / p99, us: forward_dynamics', '', f"{fmt(f['p50'])} / {fmt(f['p99'])}",
+         f"{fmt(f['p50'] - r['p50'])} / {fmt(f['p99'] - r['p99'])}", '', ''),
+        ('latency max, us: forward_dynamics', '', fmt(f['max']), fmt(f['max'] - r['max']), '',
+         ''),
+        ('core calls in the node (diagnostics), p50 / p99 us', '',
+         f"{node.get('compute_time_p50_us', '-')} / {node.get('compute_time_p99_us', '-')}",
+         '', '', ''),
+        ('CPU, % of one core', fmt(relay['cpu_pct'], 1), fmt(dyn['cpu_pct'], 1),
+         fmt(dyn['cpu_pct'] - relay['cpu_pct'], 1), f"< {TARGETS['cpu_pct']:.0f}",
+         verdict(dyn['cpu_pct'] < TARGETS['cpu_pct'])),
+        ('RSS after warm-up, MB: first / last', '',
+         f"{fmt(rss[0], 1)} / {fmt(rss[-1], 1)}" if rss else '-', '', '', ''),
+        (f'RSS max - min, MB ({len(rss)} samples, 1/s)', '', fmt(rss_span, 1), '',
+         f"< {TARGETS['rss_mb']:.0f}", verdict(rss_span < TARGETS['rss_mb'])),
+        (f'start-up to first torque, s (median of {len(starts)})', '', fmt(startup, 2), '',
+         f"< {TARGETS['startup_s']:.0f}", verdict(startup < TARGETS['startup_s'])),
+    ]
+    out('')
+    out(f"machine: {info['machine']}; Python {info['python']}; rclpy {info['rclpy']}, "
+        f"{info['rmw']}, transport {info['transport']}, executor {info['executor']} (every "
+        f"process); ROS_DOMAIN_ID {info['domain']}, localhost discovery")
+    out(f"driver: {len(info['names'])}-joint JointState (position, velocity, effort) at "
+        f"{info['rate']:.0f} Hz; after a {info['warmup']:g} s warm-up, the relay for "
+        f"{info['duration'] / 2:g} s, dynamics_node for {info['duration']:g} s, the relay again "
+        f"for {info['duration'] / 2:g} s; load average before / after: {info['load_before']} / "
+        f"{info['load_after']}")
+    out('')
+    out('| measurement | bare relay | dynamics_node | added | target | met |')
+    out('|---|---:|---:|---:|---:|:---:|')
+    for row in rows:
+        out('| ' + ' | '.join(row) + ' |')
+    out('')
+    ha, hb = relay['halves']
+    out(f"relay p50 / p99 before and after dynamics_node: {fmt(ha['topics'][RELAY_OUT]['p50'])} / "
+        f"{fmt(ha['topics'][RELAY_OUT]['p99'])} us and {fmt(hb['topics'][RELAY_OUT]['p50'])} / "
+        f"{fmt(hb['topics'][RELAY_OUT]['p99'])} us. Start-ups (s): "
+        f"{', '.join(f'{s:.2f}' for s in starts)} (node up, model loaded, after "
+        f"{', '.join(fmt(s, 2) for s in info.get('ready', []))}: the rest is DDS discovery and "
+        f"the first message); first start of the run (untimed, may fill a "
+        f"compile cache): {dyn['startup_s']:.2f} s. Driver CPU: {info['driver_cpu_pct']:.0f}% "
+        f"of one core.")
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------------
+
+def run(duration: float, warmup: float, starts: int, transport: str, rate: float = 1000.0,
+        out=print) -> int:
+    def say(text):
+        print(text, file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix='rbd_node_bench_') as tmp:
+        env_info = configure_environment(transport, tmp)
+        from importlib.metadata import PackageNotFoundError, version
+        from sensor_msgs.msg import JointState
+        from trajectory_msgs.msg import JointTrajectory
+        try:
+            rclpy_version = version('ros-rclpy')
+        except PackageNotFoundError:
+            rclpy_version = '?'
+
+        names = joint_names(ARM_URDF)
+        driver = Driver(names, rate)
+        info = dict(env_info, machine=f'{platform.machine()}, {os.cpu_count()} cores, '
+                    f'{platform.platform(terse=True)}',
+                    python=platform.python_version(), rclpy=rclpy_version,
+                    executor=type(driver.executor).__name__, names=names, rate=rate,
+                    warmup=warmup, duration=duration,
+                    load_before=' '.join(f'{x:.2f}' for x in os.getloadavg()))
+        cpu_self0, t_self0 = time.process_time(), time.monotonic()
+        # the driver's receipts are in arrays and it makes no reference cycles: no collector
+        # pauses in the middle of a measurement
+        gc.collect()
+        gc.disable()
+        params = dynamics_params_file(tmp)
+        node_argv = [sys.executable, '-m', 'rbd_ros.dynamics_node', '--ros-args',
+                     '--params-file', params]
+        relay_argv = [sys.executable, '-m', 'benchmarks.node_bench', '--relay']
+
+        def relay_phase(k):
+            proc = Child(relay_argv, os.path.join(tmp, f'relay_{k}.log'))
+            try:
+                return run_phase(driver, proc, {RELAY_OUT: JointState}, warmup=warmup,
+                                 duration=duration / 2, first_timeout=60, first_topic=RELAY_OUT,
+                                 say=say)
+            finally:
+                proc.stop()
+
+        try:
+            say(f'[node_bench] domain {env_info["domain"]}, transport {transport}; '
+                f'1/4 bare relay')
+            relay_a = relay_phase(0)
+            say('[node_bench] 2/4 dynamics_node')
+            node = Child(node_argv, os.path.join(tmp, 'dynamics_0.log'))
+            try:
+                dyn = run_phase(driver, node, {GRAVITY: JointState, FD: JointTrajectory},
+                                warmup=warmup, duration=duration, first_timeout=180,
+                                first_topic=GRAVITY, say=say, diagnostics=NODE)
+            finally:
+                node.stop()
+            say('[node_bench] 3/4 bare relay again')
+            relay = pooled(relay_a, relay_phase(1))
+            say(f'[node_bench] 4/4 start-up x{starts}')
+            times, ready = [], []
+            for k in range(starts):
+                driver.spin_for(0.5)
+                node = Child(node_argv, os.path.join(tmp, f'dynamics_{k + 1}.log'))
+                try:
+                    times.append(time_to_first(driver, node, GRAVITY, JointState, timeout=60))
+                finally:
+                    node.stop()
+                # the node logs its model once it is up (imports, rclpy, parameters, model):
+                # the rest of the start-up is DDS discovery and the first message
+                ready.append(node.logged_at(r'\[rbd_dynamics\]: model '))
+                say(f'  start {k + 1}: {times[-1]:.2f} s (node up after {fmt(ready[-1], 2)} s)')
+            info['ready'] = ready
+        except PhaseError as exc:
+            say(f'[node_bench] FAILED: {exc}')
+            driver.close()
+            gc.enable()
+            return 1
+        info['driver_cpu_pct'] = 100 * (time.process_time() - cpu_self0) / \
+            (time.monotonic() - t_self0)
+        info['load_after'] = ' '.join(f'{x:.2f}' for x in os.getloadavg())
+        driver.close()
+        gc.enable()
+    report(info, relay, dyn, times, out=out)
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--smoke', action='store_true',
+                        help='a few seconds in all (the test suite runs this)')
+    parser.add_argument('--duration', type=float, default=None,
+                        help='measuring window per process, s (default 60; smoke 1)')
+    parser.add_argument('--warmup', type=float, default=None,
+                        help='s at 1 kHz before each window (default 5; smoke 0.5)')
+    parser.add_argument('--starts', type=int, default=None,
+                        help='timed start-ups (default 3; smoke 1)')
+    parser.add_argument('--transport', choices=('shm', 'udp'), default=None,
+                        help='Fast DDS transport (default: udp if FASTDDS_BUILTIN_TRANSPORTS '
+                        'is UDPv4, else shm)')
+    parser.add_argument('--relay', action='store_true', help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.relay:
+        return relay_main()
+    duration = args.duration if args.duration is not None else (1.0 if args.smoke else 60.0)
+    warmup = args.warmup if args.warmup is not None else (0.5 if args.smoke else 5.0)
+    starts = args.starts if args.starts is not None else (1 if args.smoke else 3)
+    return run(duration, warmup, starts, args.transport or default_transport())
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

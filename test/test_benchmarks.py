@@ -1,0 +1,53 @@
+"""The benchmarks in their seconds-long smoke mode, so that they never rot: each runs as the
+README's command does (a subprocess, ``python -m benchmarks.<name> --smoke``), must exit 0 and
+print its table. No timing is asserted: a smoke run measures nothing worth comparing."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def run_smoke(module: str) -> subprocess.CompletedProcess:
+    # the environment is inherited: under test/conftest.py that is localhost discovery, UDP
+    # transport and a temporary ROS log directory; node_bench picks its own private domain id
+    return subprocess.run([sys.executable, '-m', module, '--smoke'], cwd=ROOT,
+                          env=dict(os.environ), capture_output=True, text=True, timeout=180)
+
+
+def table_rows(text: str) -> list[list[str]]:
+    return [[cell.strip() for cell in line.strip().strip('|').split('|')]
+            for line in text.splitlines() if line.startswith('|')]
+
+
+def test_dynamics_bench_smoke():
+    pytest.importorskip('pinocchio')
+    result = run_smoke('benchmarks.dynamics_bench')
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = table_rows(result.stdout)
+    assert ['function', 'robot', 'rbd_ros us', 'Pinocchio us', 'ratio'] in rows
+    assert ['function', 'robot', 'rbd_ros k/s', 'Pinocchio loop k/s', 'speed-up'] in rows
+    names = {row[0] for row in rows}
+    for function in ('inverse_dynamics', 'gravity_torques', 'mass_matrix', 'forward_dynamics',
+                     'frame_poses'):
+        assert function in names, result.stdout
+
+
+def test_node_bench_smoke():
+    pytest.importorskip('rclpy')
+    result = run_smoke('benchmarks.node_bench')
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {row[0]: row[1:] for row in table_rows(result.stdout)}
+    assert rows.get('measurement') == ['bare relay', 'dynamics_node', 'added', 'target', 'met'], \
+        result.stdout
+    for label in ('lost: gravity_torques / forward_dynamics', 'latency p50, us: gravity_torques',
+                  'latency p99, us: gravity_torques', 'CPU, % of one core'):
+        assert label in rows, result.stdout
+        assert rows[label][1] not in ('', '-'), f'no value for {label}:\n{result.stdout}'
+    assert any(label.startswith('RSS max - min') for label in rows), result.stdout
+    assert any(label.startswith('start-up to first torque') for label in rows), result.stdout
