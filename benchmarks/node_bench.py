@@ -442,11 +442,13 @@ def run_phase(driver: Driver, child: Child, topics: dict, *, warmup: float, dura
               'topics': {topic: latency_stats(window, box) for topic, box in boxes.items()}}
     if diag is not None:
         # every message the node received produced an output, so from the first one on
-        # (first_stamp) whatever the node did not count was lost on its input
+        # (first_stamp) whatever the node did not count was lost on its input. The node also
+        # counts the few messages in flight before its first output reached us, so the
+        # difference can dip below zero: clamp it (a loss is never negative).
         sent = sum(1 for t in driver.sent[i_spawn:i_stop] if t >= first_stamp)
         got = int(diag.get('messages_received', -1))
         result['node'] = dict(diag, sent_since_first=sent,
-                              input_lost=sent - got if got >= 0 else None)
+                              input_lost=max(0, sent - got) if got >= 0 else None)
     driver.unlisten()
     return result
 
