@@ -8,7 +8,7 @@ package_name = 'rbd_ros'
 setup(
     name=package_name,
     version='0.1.0',
-    packages=find_packages(exclude=['test', 'test.*']),
+    packages=find_packages(exclude=['test', 'test.*', 'benchmarks', 'benchmarks.*']),
     package_data={package_name: ['robots/*.urdf', 'robots/LICENSE*']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),

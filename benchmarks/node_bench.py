@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import array
-import fcntl
 import gc
 import math
 import os
@@ -47,6 +46,8 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+
+from benchmarks.isolation import private_domain_id
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ARM_URDF = ROOT / 'rbd_ros' / 'robots' / 'rbd_arm7.urdf'
@@ -65,29 +66,6 @@ TARGETS = {'added_p50_us': 50.0, 'added_p99_us': 200.0, 'cpu_pct': 35.0, 'rss_mb
 # --------------------------------------------------------------------------------------------
 # Environment: private domain, loopback only, transport
 # --------------------------------------------------------------------------------------------
-
-_domain_lock = None
-
-
-def private_domain_id() -> int:
-    """A ROS domain id (1..100) no other rbd_ros test or benchmark process on this machine holds
-    (the lock files are the ones test/conftest.py uses)."""
-    global _domain_lock
-    if _domain_lock is not None:
-        return _domain_lock[1]
-    start = os.getpid() % 100
-    for k in range(100):
-        domain = 1 + (start + k) % 100
-        fh = open(os.path.join(tempfile.gettempdir(), f'rbd_ros_test_domain_{domain}.lock'), 'w')
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.close()
-            continue
-        _domain_lock = (fh, domain)   # held until the process exits
-        return domain
-    raise RuntimeError('no free ROS domain id')
-
 
 def configure_environment(transport: str, log_dir: str) -> dict:
     """Set (in os.environ, inherited by the child processes) everything that keeps the run on

@@ -7,7 +7,6 @@ Context; nodes under test and the test's own probe node spin in a background exe
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import tempfile
 import threading
@@ -15,6 +14,8 @@ import time
 import warnings
 
 import pytest
+
+from benchmarks.isolation import private_domain_id
 
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.setdefault('FASTDDS_BUILTIN_TRANSPORTS', 'UDPv4')
@@ -27,28 +28,6 @@ def pytest_configure(config):
     # the first ROS message import makes lark warn about sre_parse/sre_constants
     config.addinivalue_line('filterwarnings', "ignore:module 'sre_:DeprecationWarning")
 
-_domain_lock = None
-
-
-def _private_domain_id() -> int:
-    """A ROS domain id no other test process on this machine holds (1..100)."""
-    global _domain_lock
-    if _domain_lock is not None:
-        return _domain_lock[1]
-    start = os.getpid() % 100
-    for k in range(100):
-        domain = 1 + (start + k) % 100
-        fh = open(os.path.join(tempfile.gettempdir(), f'rbd_ros_test_domain_{domain}.lock'), 'w')
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.close()
-            continue
-        _domain_lock = (fh, domain)   # held until the process exits
-        return domain
-    raise RuntimeError('no free ROS domain id for the tests')
-
-
 class RosHarness:
     """A fresh Context on the private domain, an executor spinning in a thread, and helpers to
     publish, collect and wait."""
@@ -57,7 +36,7 @@ class RosHarness:
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
 
-        self.domain_id = _private_domain_id()
+        self.domain_id = private_domain_id()
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=self.domain_id)
         self.executor = SingleThreadedExecutor(context=self.context)

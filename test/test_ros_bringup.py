@@ -16,7 +16,8 @@ pytest.importorskip('rclpy')
 from sensor_msgs.msg import JointState  # noqa: E402
 
 import rbd_ros.dynamics as rbd  # noqa: E402
-from conftest import _private_domain_id, publish_until  # noqa: E402
+from benchmarks.isolation import private_domain_id  # noqa: E402
+from conftest import publish_until  # noqa: E402
 from rbd_ros import bringup  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
@@ -30,7 +31,7 @@ NO_LAUNCH = ('ROS 2 `launch`/`launch_ros` are not installable from PyPI (PyPI\'s
 
 def child_env():
     env = dict(os.environ)
-    env['ROS_DOMAIN_ID'] = str(_private_domain_id())
+    env['ROS_DOMAIN_ID'] = str(private_domain_id())
     env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     env['PYTHONUNBUFFERED'] = '1'
     return env
