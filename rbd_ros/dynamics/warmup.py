@@ -1,6 +1,8 @@
 """Compile (or load from numba's on-disk cache) every kernel, single and batched, so that no
 process ever compiles on its first message. The set-up script runs ``python -m
-rbd_ros.dynamics.warmup`` once; later processes load the cache in well under a second."""
+rbd_ros.dynamics.warmup`` once; later processes load the cache in well under a second. On a
+ROS install run ``ros2 run rbd_ros warmup`` once after ``colcon build`` (numba keeps the cache
+next to the sources, or in the user's cache directory when those are read-only)."""
 import time
 
 import numpy as np
@@ -58,5 +60,10 @@ def warm_up(verbose=True):
     return elapsed
 
 
-if __name__ == '__main__':
+def main():
+    """Console script ``warmup`` (``ros2 run rbd_ros warmup`` after ``colcon build``)."""
     warm_up()
+
+
+if __name__ == '__main__':
+    main()
