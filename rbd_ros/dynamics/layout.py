@@ -42,18 +42,21 @@ JOINT_PLANAR = 3     # q = (x, y, theta), v = (vx, vy, wz) twist in the child fr
 JOINT_FLOATING = 4   # q = (x, y, z, qx, qy, qz, qw), v = [v; w] twist in the child frame
 
 # --- workspace columns (one row per body) ---------------------------------------------
+# Ordered so the columns one algorithm touches per body sit together (ABA on a 1-DoF joint
+# reads LI..U[0:6], IA and DINV[0]): fewer cache lines per body, which matters when two
+# threads share a core's L1.
 LI = 0        # 12: parent-from-body transform (Pinocchio's liMi)
-O = 12        # 12: world-from-body transform (oMi)
-VEL = 24      # 6: body twist in body coordinates
-ACC = 30      # 6: body spatial acceleration in body coordinates (gravity included in RNEA)
-FRC = 36      # 6: body force / wrench in body coordinates
-IC = 42       # 10: composite (CRBA) or world-frame (Coriolis) inertia
-VJ = 52       # 6: joint velocity S qd; ABA: the bias acceleration c
-IA = 58       # 36: articulated inertia (ABA), Coriolis B matrix, row-major 6x6
-PA = 94       # 6: articulated bias force (ABA), world momentum (Coriolis)
-U = 100       # 36: U = IA S, one 6-column per joint dof (column k at U + 6k)
-DINV = 136    # 36: inverse of D = S^T IA S, row-major nvj x nvj (stride 6)
-UU = 172      # 6: u = tau - S^T pA
+VEL = 12      # 6: body twist in body coordinates
+ACC = 18      # 6: body spatial acceleration in body coordinates (gravity included in RNEA)
+VJ = 24       # 6: joint velocity S qd; ABA: the bias acceleration c
+PA = 30       # 6: articulated bias force (ABA), world momentum (Coriolis)
+UU = 36       # 6: u = tau - S^T pA
+U = 42        # 36: U = IA S, one 6-column per joint dof (column k at U + 6k)
+IA = 78       # 36: articulated inertia (ABA), Coriolis B matrix, row-major 6x6
+DINV = 114    # 36: inverse of D = S^T IA S, row-major nvj x nvj (stride 6)
+O = 150       # 12: world-from-body transform (oMi)
+FRC = 162     # 6: body force / wrench in body coordinates
+IC = 168      # 10: composite (CRBA) or world-frame (Coriolis) inertia
 SCRATCH = 178  # 6: one spatial vector of scratch
 WS_COLS = 184
 
