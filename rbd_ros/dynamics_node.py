@@ -21,18 +21,16 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import rbd_ros.dynamics as rbd
-from rbd_ros.ros_conversions import (OUTPUT_QOS, JointStateMerger, LoadedModel, ParamSpec,
+from rbd_ros.ros_conversions import (JOINT_STATES_QOS_PARAM, ROBOT_DESCRIPTION_PARAM,
+                                     OUTPUT_QOS, JointStateMerger, LoadedModel, ParamSpec,
                                      JointStateDecoder, RbdNode, Rejected, SerializedMessage,
                                      all_finite, diagnostic_status, finite_vector, joint_state,
                                      joint_states_qos, non_negative, odometry_to_base, one_of,
                                      positive, run_node, stamp_ns)
 
 PARAMS = {
-    'robot_description': ParamSpec('', 'URDF text; empty: take it from the robot_description '
-                                   'topic (latched)', dynamic=True),
-    'joint_states_qos': ParamSpec('sensor_data', 'joint_states subscription QoS: sensor_data '
-                                  '(best effort) or reliable',
-                                  one_of('sensor_data', 'reliable')),
+    'robot_description': ROBOT_DESCRIPTION_PARAM,
+    'joint_states_qos': JOINT_STATES_QOS_PARAM,
     'gravity': ParamSpec([0.0, 0.0, -9.81], 'gravity in the world frame (m/s^2)',
                          finite_vector(3)),
     'floating_base': ParamSpec(False, 'add a floating base; its state comes from ~/base_state'),
@@ -93,10 +91,7 @@ class DynamicsNode(RbdNode):
 
     # -- model ---------------------------------------------------------------------------
     def model_prepared(self, loaded: LoadedModel) -> None:
-        names = self.params['command_joints'] or list(loaded.joint_names)
-        missing = [n for n in names if n not in loaded.name_to_slot]
-        if missing:
-            raise ValueError(f'command_joints {missing} are not single-DoF joints of the model')
+        names, slots = loaded.command_joint_slots(self.params['command_joints'])
         old = self.runtime
         count = len(loaded.joint_names)
         gravity = JointState(name=list(loaded.joint_names))
@@ -105,8 +100,8 @@ class DynamicsNode(RbdNode):
         self._next_runtime = Runtime(
             loaded=loaded,
             merger=JointStateMerger(loaded, old.merger if old is not None else None),
-            command_slots=np.array([loaded.name_to_slot[n] for n in names], dtype=int),
-            command_names=tuple(names),
+            command_slots=slots,
+            command_names=names,
             gravity_out=SerializedMessage(gravity, gravity.header,
                                           [(gravity, 'position'), (gravity, 'effort')],
                                           count),

@@ -19,18 +19,16 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 import rbd_ros.dynamics as rbd
-from rbd_ros.ros_conversions import (LATCHED_QOS, OUTPUT_QOS, TF_QOS, TF_STATIC_QOS,
+from rbd_ros.ros_conversions import (JOINT_STATES_QOS_PARAM, ROBOT_DESCRIPTION_PARAM,
+                                     LATCHED_QOS, OUTPUT_QOS, TF_QOS, TF_STATIC_QOS,
                                      JointStateMerger, LoadedModel, ParamSpec, RbdNode, Rejected,
                                      all_finite, diagnostic_status, joint_states_qos,
-                                     non_negative, one_of, relative_pose, run_node,
+                                     non_negative, relative_pose, run_node,
                                      transform_msg)
 
 PARAMS = {
-    'robot_description': ParamSpec('', 'URDF text; empty: take it from the robot_description '
-                                   'topic (latched)', dynamic=True),
-    'joint_states_qos': ParamSpec('sensor_data', 'joint_states subscription QoS: sensor_data '
-                                  '(best effort) or reliable',
-                                  one_of('sensor_data', 'reliable')),
+    'robot_description': ROBOT_DESCRIPTION_PARAM,
+    'joint_states_qos': JOINT_STATES_QOS_PARAM,
     'frame_prefix': ParamSpec('', 'prepended to every frame id (e.g. "robot1/")'),
     'publish_frequency': ParamSpec(0.0, 'Hz at which /tf is published from the latest '
                                    'joint_states; 0 = once per joint_states message',

@@ -101,6 +101,13 @@ def one_of(*choices: str) -> Callable[[Any], None]:
     return check
 
 
+# Parameters several nodes declare, described once.
+ROBOT_DESCRIPTION_PARAM = ParamSpec('', 'URDF text; empty: take it from the robot_description '
+                                    'topic (latched)', dynamic=True)
+JOINT_STATES_QOS_PARAM = ParamSpec('sensor_data', 'joint_states subscription QoS: sensor_data '
+                                   '(best effort) or reliable', one_of('sensor_data', 'reliable'))
+
+
 def positive(value) -> None:
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f'must be a finite number > 0 (got {value!r})')
@@ -210,6 +217,15 @@ class LoadedModel:
     generation: int
     #: fixed base and joint_names are every coordinate in q/v order: full_q(x) equals x
     direct_state: bool = False
+
+    def command_joint_slots(self, names) -> tuple[tuple[str, ...], np.ndarray]:
+        """(names, slots) of a command_joints parameter (empty: every single-DoF joint in model
+        order); ValueError naming any joint that is not a single-DoF joint of the model."""
+        names = tuple(names) or tuple(self.joint_names)
+        missing = [n for n in names if n not in self.name_to_slot]
+        if missing:
+            raise ValueError(f'command_joints {missing} are not single-DoF joints of the model')
+        return names, np.array([self.name_to_slot[n] for n in names], dtype=int)
 
     @property
     def nq(self) -> int:

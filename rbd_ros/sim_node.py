@@ -22,13 +22,13 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 import rbd_ros.dynamics as rbd
-from rbd_ros.ros_conversions import (COMMAND_QOS, OUTPUT_QOS, LoadedModel, ParamSpec, RbdNode,
+from rbd_ros.ros_conversions import (ROBOT_DESCRIPTION_PARAM,
+                                     COMMAND_QOS, OUTPUT_QOS, LoadedModel, ParamSpec, RbdNode,
                                      Rejected, all_finite, diagnostic_status, finite_vector,
                                      joint_state, one_of, positive, run_node)
 
 PARAMS = {
-    'robot_description': ParamSpec('', 'URDF text; empty: take it from the robot_description '
-                                   'topic (latched)', dynamic=True),
+    'robot_description': ROBOT_DESCRIPTION_PARAM,
     'gravity': ParamSpec([0.0, 0.0, -9.81], 'gravity in the world frame (m/s^2)',
                          finite_vector(3)),
     'rate': ParamSpec(1000.0, 'integration rate (Hz)', positive),
@@ -86,11 +86,7 @@ class SimNode(RbdNode):
 
     # -- model ---------------------------------------------------------------------------
     def model_prepared(self, loaded: LoadedModel) -> None:
-        names = self.params['command_joints'] or list(loaded.joint_names)
-        missing = [n for n in names if n not in loaded.name_to_slot]
-        if missing:
-            raise ValueError(f'command_joints {missing} are not single-DoF joints of the model')
-        slots = np.array([loaded.name_to_slot[n] for n in names], dtype=int)
+        names, slots = loaded.command_joint_slots(self.params['command_joints'])
         init = self.params['initial_positions']
         if init and len(init) != len(names):
             raise ValueError(f'initial_positions has {len(init)} values for '
@@ -103,7 +99,7 @@ class SimNode(RbdNode):
             self.get_logger().warning('initial_positions outside the URDF limits: clamped')
         q0 = loaded.full_q(clamped)
         self._next_runtime = Runtime(loaded=loaded, command_slots=slots,
-                                     command_names=tuple(names), q0=q0,
+                                     command_names=names, q0=q0,
                                      state=self._fresh_state(loaded, q0))
 
     @staticmethod
