@@ -162,14 +162,12 @@ class Model:
 
         # ---- dof tree (lambda of RBDA ch. 6) ------------------------------------------
         dof_parent = np.full(nv, -1, dtype=np.int64)
-        dof_body = np.zeros(nv, dtype=np.int64)
         for i in range(1, nb):
             vi, nvj, p = body_int[i, L.VIDX], body_int[i, L.NVJ], body_int[i, L.PARENT]
-            dof_body[vi:vi + nvj] = i
             dof_parent[vi] = body_int[p, L.VIDX] + body_int[p, L.NVJ] - 1 if p > 0 else -1
             for k in range(1, nvj):
                 dof_parent[vi + k] = vi + k - 1
-        self.dof_parent, self.dof_body = dof_parent, dof_body
+        self.dof_parent = dof_parent
 
         # ---- frames: every link --------------------------------------------------------
         self.frame_names = _links_depth_first(robot)
@@ -183,7 +181,7 @@ class Model:
         self.total_mass = float(np.sum(inertia[1:, 0]))
         self.gravity = gravity.copy()
         self.gravity.setflags(write=False)
-        for array in (self.body_int, self.body_float, self.dof_parent, self.dof_body,
+        for array in (self.body_int, self.body_float, self.dof_parent,
                       self.frame_body, self.frame_placement):
             array.setflags(write=False)
         # the kernels see the 2-D tables as flat arrays (no row views: see layout.py)
