@@ -24,6 +24,7 @@ from .aba import aba_batch, aba_entry as aba
 from .configuration import integrate_batch as _integrate_batch, integrate_entry as _integrate
 from .coriolis import coriolis_matrix_batch as _coriolis_batch, coriolis_matrix_entry as _coriolis
 from .crba import crba_batch, crba_entry as crba, ltl_factor, ltl_solve
+from .joints import motion_subspace_column
 from .kinematics import (body_motions_entry as body_motions, center_of_mass_batch as _com_batch,
                          center_of_mass_entry as _com, frame_placements_entry as frame_placements,
                          kinetic_energy_batch as _ke_batch, kinetic_energy_entry as _ke,
@@ -408,12 +409,11 @@ def frame_jacobian(model, q, frame, reference='local_world_aligned'):
     (q,) = _arrays(model, q=q)
     if q.ndim != 1:
         raise ValueError('frame_jacobian takes one configuration q of shape (nq,)')
+    poses = np.empty((len(model.frame_names), 4, 4))
     status = frame_placements(model.body_int, model.body_float_flat, model.ws_flat, model.frame_body,
-                              model.frame_placement_flat, _full_q(model, q),
-                              np.empty((len(model.frame_names), 4, 4)))
+                              model.frame_placement_flat, _full_q(model, q), poses)
     if status:
         _raise_status(status, ('q',), False)
-    from .joints import motion_subspace_column
     J = np.zeros((6, model.nv_full))
     column = np.zeros(6)
     b = model.frame_body[f]
@@ -429,8 +429,7 @@ def frame_jacobian(model, q, frame, reference='local_world_aligned'):
             J[:3, vi + k] = R @ column[:3] + np.cross(o, ang)
             J[3:, vi + k] = ang
         b = model.body_int[b, L.PARENT]
-    pose = frame_pose(model, q, frame)
-    Rf, pf = pose[:3, :3], pose[:3, 3]
+    Rf, pf = poses[f, :3, :3], poses[f, :3, 3]
     if reference != 'world':
         J[:3] -= np.cross(pf, J[3:].T).T        # about the frame origin
         if reference == 'local':
