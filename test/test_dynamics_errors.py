@@ -222,6 +222,27 @@ def test_non_finite_tau_and_f_ext(arm):
         rbd.inverse_dynamics(arm, z, z, z, {'nowhere': np.zeros(6)})
 
 
+def test_frame_poses_out_must_come_from_this_model(arm):
+    q = np.zeros(7)
+    other = build(*GOOD)
+    poses = rbd.frame_poses(arm, q)
+    same_links = rbd.Model.from_urdf(ARM, floating_base=True)    # same names, same rows: fine
+    assert rbd.frame_poses(same_links, same_links.neutral(), out=poses) is poses
+    bad = [np.zeros(arm.frame_poses_shape), rbd.frame_poses(other, other.neutral()),
+           rbd.FramePoses(np.zeros((3, 4, 4)), arm.frame_index),
+           rbd.FramePoses(np.zeros(arm.frame_poses_shape, dtype=np.float32), arm.frame_index),
+           rbd.FramePoses(np.zeros(arm.frame_poses_shape)[::-1], arm.frame_index)]
+    for out in bad:
+        before = out.copy() if isinstance(out, np.ndarray) else out.array.copy()
+        with pytest.raises(ValueError, match='out must be a FramePoses returned by frame_poses'):
+            rbd.frame_poses(arm, q, out=out)
+        after = out if isinstance(out, np.ndarray) else out.array
+        assert np.array_equal(before, after)          # nothing written
+    q[3] = np.nan
+    with pytest.raises(ValueError, match='q contains NaN'):
+        rbd.frame_poses(arm, q, out=poses)
+
+
 def test_zero_quaternion_and_bad_names():
     model = rbd.Model.from_urdf(ARM, floating_base=True)
     q = model.neutral()

@@ -70,6 +70,9 @@ def test_kinematics_match_pinocchio(case):
     q, v, a = s['q'], s['v'], s['a']
     poses = rbd.frame_poses(model, q)
     assert set(poses) == set(model.frame_names)
+    reused = rbd.frame_poses(model, model.neutral())
+    assert rbd.frame_poses(model, q, out=reused) is reused     # in place, same values
+    assert np.array_equal(reused.array, poses.array)
     for link in model.frame_names:
         assert close(poses[link], oracle.frame_pose(q, link)) < TOL
         assert close(rbd.frame_pose(model, q, link), poses[link]) == 0.0

@@ -36,9 +36,10 @@ def kernel(fn=None, signature=None, parallel=False):
 if _numba is not None:
     from numba import types as _t
     STATUS = _t.int64
-    MODEL_INT = _t.Array(_t.int64, 2, 'C', readonly=True)     # body_int
-    MODEL_FLOAT = _t.Array(_t.float64, 1, 'C', readonly=True)  # flat body_float, frame placements
-    MODEL_INDEX = _t.Array(_t.int64, 1, 'C', readonly=True)    # dof_parent, frame_body
+    # the model's constant tables, passed writable (see Model: read-only arrays dispatch slower)
+    MODEL_INT = _t.Array(_t.int64, 2, 'C')      # body_int
+    MODEL_FLOAT = _t.Array(_t.float64, 1, 'C')  # flat body_float, then the frame rows
+    MODEL_INDEX = _t.Array(_t.int64, 1, 'C')    # dof_parent
     VECTOR = _t.Array(_t.float64, 1, 'C')
     MATRIX = _t.Array(_t.float64, 2, 'C')
     ARRAY3 = _t.Array(_t.float64, 3, 'C')

@@ -130,7 +130,7 @@ def inverse_dynamics(model, q, v, a, f_ext=None):
     if f_ext is None and model.direct:
         tau = np.empty(model.nv)
         try:
-            if rnea(model.body_int, model.body_float_flat, model.ws_flat, q, v, a, model.zero_fext, tau) == 0:
+            if rnea(model.kernel_int, model.kernel_float, model.ws_flat, q, v, a, model.zero_fext, tau) == 0:
                 return tau
         except TypeError:
             pass
@@ -144,10 +144,10 @@ def _rnea(model, q, v, a, f_ext, names):
     qf, vf, af = _full_q(model, q), _full_v(model, v), _full_v(model, a)
     tau = np.empty(q.shape[:-1] + (model.nv_full,))
     if batch is None:
-        status = rnea(model.body_int, model.body_float_flat, model.ws_flat, qf, vf, af, fext, tau)
+        status = rnea(model.kernel_int, model.kernel_float, model.ws_flat, qf, vf, af, fext, tau)
     else:
         with _THREAD_POOL:
-            status = rnea_batch(model.body_int, model.body_float_flat, model.ws_flat, qf, vf, af,
+            status = rnea_batch(model.kernel_int, model.kernel_float, model.ws_flat, qf, vf, af,
                                 fext, tau, thread_count())
     if status:
         _raise_status(status, names, batch is not None)
@@ -159,7 +159,7 @@ def gravity_torques(model, q):
     if model.direct:
         tau = np.empty(model.nv)
         try:
-            if gravity_rnea(model.body_int, model.body_float_flat, model.ws_flat, q, tau) == 0:
+            if gravity_rnea(model.kernel_int, model.kernel_float, model.ws_flat, q, tau) == 0:
                 return tau
         except TypeError:
             pass
@@ -167,7 +167,7 @@ def gravity_torques(model, q):
     batch = _batch_of(q)
     qf = _full_q(model, q)
     tau = np.empty(q.shape[:-1] + (model.nv_full,))
-    args = (model.body_int, model.body_float_flat, model.ws_flat, qf, tau)
+    args = (model.kernel_int, model.kernel_float, model.ws_flat, qf, tau)
     if batch is None:
         status = gravity_rnea(*args)
     else:
@@ -183,7 +183,7 @@ def nonlinear_effects(model, q, v):
     if model.direct:
         tau = np.empty(model.nv)
         try:
-            if rnea(model.body_int, model.body_float_flat, model.ws_flat, q, v, model.zero_v,
+            if rnea(model.kernel_int, model.kernel_float, model.ws_flat, q, v, model.zero_v,
                     model.zero_fext, tau) == 0:
                 return tau
         except TypeError:
@@ -197,7 +197,7 @@ def mass_matrix(model, q):
     if model.direct:
         H = np.empty((model.nv, model.nv))
         try:
-            if crba(model.body_int, model.body_float_flat, model.ws_flat, q, H) == 0:
+            if crba(model.kernel_int, model.kernel_float, model.ws_flat, q, H) == 0:
                 return H
         except TypeError:
             pass
@@ -206,10 +206,10 @@ def mass_matrix(model, q):
     qf = _full_q(model, q)
     H = np.empty(q.shape[:-1] + (model.nv_full, model.nv_full))
     if batch is None:
-        status = crba(model.body_int, model.body_float_flat, model.ws_flat, qf, H)
+        status = crba(model.kernel_int, model.kernel_float, model.ws_flat, qf, H)
     else:
         with _THREAD_POOL:
-            status = crba_batch(model.body_int, model.body_float_flat, model.ws_flat, qf, H,
+            status = crba_batch(model.kernel_int, model.kernel_float, model.ws_flat, qf, H,
                                 thread_count())
     if status:
         _raise_status(status, ('q',), batch is not None)
@@ -226,7 +226,7 @@ def coriolis_matrix(model, q, v):
     batch = _batch_of(q)
     qf, vf = _full_q(model, q), _full_v(model, v)
     C = np.empty(q.shape[:-1] + (model.nv_full, model.nv_full))
-    args = (model.body_int, model.body_float_flat, model.ws_flat, model.dof_ws_flat, model.dof_parent, qf, vf, C)
+    args = (model.kernel_int, model.kernel_float, model.ws_flat, model.dof_ws_flat, model.kernel_dof_parent, qf, vf, C)
     status = _coriolis(*args) if batch is None else _coriolis_batch(*args)
     if status:
         _raise_status(status, ('q', 'v'), batch is not None)
@@ -245,7 +245,7 @@ def forward_dynamics(model, q, v, tau, f_ext=None, method='aba'):
     if method == 'aba' and f_ext is None and model.direct:
         qdd = np.empty(model.nv)
         try:
-            if aba(model.body_int, model.body_float_flat, model.ws_flat, q, v, tau, model.zero_fext, qdd) == 0:
+            if aba(model.kernel_int, model.kernel_float, model.ws_flat, q, v, tau, model.zero_fext, qdd) == 0:
                 return qdd
         except TypeError:
             pass
@@ -257,7 +257,7 @@ def forward_dynamics(model, q, v, tau, f_ext=None, method='aba'):
         return _forward_dynamics_crba(model, q, v, tau, f_ext)
     fext = _external_wrenches(model, f_ext, batch)
     qdd = np.empty_like(v)
-    args = (model.body_int, model.body_float_flat, model.ws_flat, q, v, tau, fext, qdd)
+    args = (model.kernel_int, model.kernel_float, model.ws_flat, q, v, tau, fext, qdd)
     if batch is None:
         status = aba(*args)
     else:
@@ -279,9 +279,9 @@ def _forward_dynamics_crba(model, q, v, tau, f_ext):
     if rhs.ndim == 1:
         H, rhs = H[None], rhs[None]
     for n in range(rhs.shape[0]):
-        if not ltl_factor(H[n], model.dof_parent):
+        if not ltl_factor(H[n], model.kernel_dof_parent):
             raise FloatingPointError('the mass matrix is not positive definite')
-        ltl_solve(H[n], model.dof_parent, rhs[n])
+        ltl_solve(H[n], model.kernel_dof_parent, rhs[n])
     return rhs if tau.ndim == 2 else rhs[0]
 
 
@@ -305,25 +305,37 @@ class FramePoses(Mapping):
         return len(self._index)
 
 
-def frame_poses(model, q):
-    """World pose (4x4) of every link frame, as a mapping {link name: pose}."""
+def frame_poses(model, q, out=None):
+    """World pose (4x4) of every link frame, as a mapping {link name: pose}.
+
+    ``out``: a FramePoses returned by an earlier call on this model, overwritten in place and
+    returned, as Pinocchio overwrites data.oMf: no allocation, for high-rate loops."""
     if model.direct:
-        poses = np.empty((len(model.frame_names), 4, 4))
         try:
-            if frame_placements(model.body_int, model.body_float_flat, model.ws_flat, model.frame_body,
-                                model.frame_placement_flat, q, poses) == 0:
-                return FramePoses(poses, model.frame_index)
-        except TypeError:
+            if out is None:
+                poses = np.empty(model.frame_poses_shape)
+                if frame_placements(model.kernel_int, model.kernel_float, model.ws_flat, q, poses) == 0:
+                    return FramePoses(poses, model.frame_index)
+            elif out._index is model.frame_index and frame_placements(
+                    model.kernel_int, model.kernel_float, model.ws_flat, q, out.array) == 0:
+                return out
+        except (TypeError, AttributeError):
             pass
     (q,) = _arrays(model, q=q)
     if q.ndim != 1:
         raise ValueError('frame_poses takes one configuration q of shape (nq,)')
-    poses = np.empty((len(model.frame_names), 4, 4))
-    status = frame_placements(model.body_int, model.body_float_flat, model.ws_flat, model.frame_body,
-                              model.frame_placement_flat, _full_q(model, q), poses)
+    if out is None:
+        out = FramePoses(np.empty(model.frame_poses_shape), model.frame_index)
+    elif not (isinstance(out, FramePoses) and out._index == model.frame_index
+              and isinstance(out.array, np.ndarray) and out.array.dtype == _F64
+              and out.array.shape == model.frame_poses_shape and out.array.flags.c_contiguous
+              and out.array.flags.writeable):
+        raise ValueError('out must be a FramePoses returned by frame_poses on this model')
+    status = frame_placements(model.kernel_int, model.kernel_float, model.ws_flat,
+                              _full_q(model, q), out.array)
     if status:
         _raise_status(status, ('q',), False)
-    return FramePoses(poses, model.frame_index)
+    return out
 
 
 def _frame(model, frame):
@@ -353,7 +365,7 @@ def _frame_motion(model, q, v, a, frame, names):
     q, v, a = _arrays(model, q=q, v=v, a=a)
     if q.ndim != 1:
         raise ValueError('frame functions take one configuration, not a batch')
-    status = body_motions(model.body_int, model.body_float_flat, model.ws_flat, _full_q(model, q),
+    status = body_motions(model.kernel_int, model.kernel_float, model.ws_flat, _full_q(model, q),
                           _full_v(model, v), _full_v(model, a))
     if status:
         _raise_status(status, names, False)
@@ -409,9 +421,9 @@ def frame_jacobian(model, q, frame, reference='local_world_aligned'):
     (q,) = _arrays(model, q=q)
     if q.ndim != 1:
         raise ValueError('frame_jacobian takes one configuration q of shape (nq,)')
-    poses = np.empty((len(model.frame_names), 4, 4))
-    status = frame_placements(model.body_int, model.body_float_flat, model.ws_flat, model.frame_body,
-                              model.frame_placement_flat, _full_q(model, q), poses)
+    poses = np.empty(model.frame_poses_shape)
+    status = frame_placements(model.kernel_int, model.kernel_float, model.ws_flat,
+                              _full_q(model, q), poses)
     if status:
         _raise_status(status, ('q',), False)
     J = np.zeros((6, model.nv_full))
@@ -423,7 +435,7 @@ def frame_jacobian(model, q, frame, reference='local_world_aligned'):
         o = row[L.O + 9:L.O + 12]
         vi = model.body_int[b, L.VIDX]
         for k in range(model.body_int[b, L.NVJ]):
-            motion_subspace_column(model.body_int[b, L.JTYPE], model.body_float_flat,
+            motion_subspace_column(model.body_int[b, L.JTYPE], model.kernel_float,
                                    b * L.BODY_FLOAT_COLS, k, column, 0)
             ang = R @ column[3:]
             J[:3, vi + k] = R @ column[:3] + np.cross(o, ang)
@@ -441,7 +453,7 @@ def center_of_mass(model, q):
     """World centre of mass of the moving bodies."""
     (q,) = _arrays(model, q=q)
     out = np.empty(q.shape[:-1] + (4,))
-    args = (model.body_int, model.body_float_flat, model.ws_flat, _full_q(model, q), out)
+    args = (model.kernel_int, model.kernel_float, model.ws_flat, _full_q(model, q), out)
     status = _com(*args) if q.ndim == 1 else _com_batch(*args)
     if status:
         _raise_status(status, ('q',), q.ndim == 2)
@@ -452,7 +464,7 @@ def kinetic_energy(model, q, v):
     """1/2 v^T M(q) v."""
     q, v = _arrays(model, q=q, v=v)
     out = np.empty(q.shape[:-1] + (1,))
-    args = (model.body_int, model.body_float_flat, model.ws_flat, _full_q(model, q), _full_v(model, v), out)
+    args = (model.kernel_int, model.kernel_float, model.ws_flat, _full_q(model, q), _full_v(model, v), out)
     status = _ke(*args) if q.ndim == 1 else _ke_batch(*args)
     if status:
         _raise_status(status, ('q', 'v'), q.ndim == 2)
@@ -463,7 +475,7 @@ def potential_energy(model, q):
     """-sum m_i g . c_i over the moving bodies."""
     (q,) = _arrays(model, q=q)
     out = np.empty(q.shape[:-1] + (1,))
-    args = (model.body_int, model.body_float_flat, model.ws_flat, _full_q(model, q), out)
+    args = (model.kernel_int, model.kernel_float, model.ws_flat, _full_q(model, q), out)
     status = _pe(*args) if q.ndim == 1 else _pe_batch(*args)
     if status:
         _raise_status(status, ('q',), q.ndim == 2)
@@ -475,7 +487,7 @@ def integrate(model, q, v, dt):
     if model.direct:
         out = np.empty(model.nq)
         try:
-            if _integrate(model.body_int, q, v, dt, out) == 0:
+            if _integrate(model.kernel_int, q, v, dt, out) == 0:
                 return out
         except TypeError:
             pass
@@ -483,7 +495,7 @@ def integrate(model, q, v, dt):
     dt = float(dt)
     qf, vf = _full_q(model, q), _full_v(model, v)
     out = np.empty_like(qf)
-    args = (model.body_int, qf, vf, dt, out)
+    args = (model.kernel_int, qf, vf, dt, out)
     status = _integrate(*args) if q.ndim == 1 else _integrate_batch(*args)
     if status:
         if status % checks.STATUS_STRIDE == checks.BAD_THIRD:

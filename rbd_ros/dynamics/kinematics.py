@@ -4,12 +4,11 @@ centre of mass and energies.
 Each body's pose, twist and acceleration come from its parent's, composing moving frames
 (oMi = oM_p o liMi ; v_i = X_i v_p + S qd ; a_i = X_i a_p + S qdd + v_i x S qd).
 """
-from ._jit import (ARRAY3, MODEL_FLOAT, MODEL_INDEX, MODEL_INT, VECTOR, borrow, inline_kernel,
-                   kernel, signature)
-from .checks import OK, STATUS_STRIDE, configuration_status, state_status
+from ._jit import ARRAY3, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, inline_kernel, kernel, signature
+from .checks import BAD_SHAPE, OK, STATUS_STRIDE, configuration_status, state_status
 from .joints import body_transform, joint_velocity
-from .layout import (ACC, BODY_FLOAT_COLS, GRAVITY, INERTIA, JTYPE, LI, O, PARENT, QIDX, VEL,
-                     VIDX, VJ, WS_COLS)
+from .layout import (ACC, BODY_FLOAT_COLS, FRAME_BODY, FRAME_COLS, FRAME_PLACEMENT, GRAVITY,
+                     INERTIA, JTYPE, LI, O, PARENT, QIDX, VEL, VIDX, VJ, WS_COLS)
 from .spatial import compose, inertia_times_motion, motion_cross, motion_to_child
 
 
@@ -65,14 +64,20 @@ def body_motions(body_int, model, ws, q, qd, qdd):
 
 
 @kernel
-def frame_placements(body_int, model, ws, frame_body, frame_placement, q, out):
+def frame_placements(body_int, model, ws, q, out):
     """out[f] = 4x4 world pose of frame f (a link) at configuration q."""
+    frames = body_int.shape[0] * BODY_FLOAT_COLS       # the frame rows follow the body rows
+    if (out.shape[0] * FRAME_COLS != model.shape[0] - frames or out.shape[1] != 4
+            or out.shape[2] != 4):
+        return BAD_SHAPE
     status = configuration_status(body_int, q)
     if status != OK:
         return status
     body_placements(body_int, model, ws, q)
-    for f in range(frame_body.shape[0]):
-        compose(ws, frame_body[f] * WS_COLS + O, frame_placement, 12 * f, ws, LI)  # oMb o bMf
+    for f in range(out.shape[0]):
+        row = frames + f * FRAME_COLS
+        body = int(model[row + FRAME_BODY])
+        compose(ws, body * WS_COLS + O, model, row + FRAME_PLACEMENT, ws, LI)   # oMb o bMf
         for r in range(3):
             out[f, r, 0] = ws[LI + 3 * r]
             out[f, r, 1] = ws[LI + 3 * r + 1]
@@ -180,11 +185,10 @@ def body_motions_entry(body_int, model, ws, q, qd, qdd):
     return body_motions(borrow(body_int), borrow(model), borrow(ws), borrow(q), borrow(qd), borrow(qdd))
 
 
-@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, MODEL_INDEX, MODEL_FLOAT, VECTOR,
-                            ARRAY3))
-def frame_placements_entry(body_int, model, ws, frame_body, frame_placement, q, out):
+@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, ARRAY3))
+def frame_placements_entry(body_int, model, ws, q, out):
     """The compiled entry point: frame_placements on borrowed views (see _jit.borrow)."""
-    return frame_placements(borrow(body_int), borrow(model), borrow(ws), borrow(frame_body), borrow(frame_placement), borrow(q), borrow(out))
+    return frame_placements(borrow(body_int), borrow(model), borrow(ws), borrow(q), borrow(out))
 
 
 @kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, VECTOR))

@@ -34,6 +34,12 @@ INERTIA = 21   # 10: m, m*c (3), rotational inertia about the body origin (xx xy
 GRAVITY = 31   # 3: row 0 only: the model's gravity vector in the world frame
 BODY_FLOAT_COLS = 34
 
+# --- frame rows (one per link), appended after the body rows of the kernels' flat float
+# model, so that frame kernels need no extra arguments ----------------------------------
+FRAME_BODY = 0       # 1: the body the frame is fixed to (an index, exact as a float)
+FRAME_PLACEMENT = 1  # 12: transform of the frame in its body's frame (body-from-frame)
+FRAME_COLS = 13
+
 # --- joint types ----------------------------------------------------------------------
 JOINT_ROOT = 0       # the world row
 JOINT_REVOLUTE = 1   # revolute and continuous (one angle)

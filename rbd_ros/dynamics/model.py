@@ -172,6 +172,7 @@ class Model:
         # ---- frames: every link --------------------------------------------------------
         self.frame_names = _links_depth_first(robot)
         self.frame_index = {name: k for k, name in enumerate(self.frame_names)}
+        self.frame_poses_shape = (len(self.frame_names), 4, 4)
         self.frame_body = np.array([link_body[n] for n in self.frame_names], dtype=np.int64)
         self.frame_placement = np.array([_transform(link_E[n], link_r[n])
                                          for n in self.frame_names])
@@ -181,12 +182,18 @@ class Model:
         self.total_mass = float(np.sum(inertia[1:, 0]))
         self.gravity = gravity.copy()
         self.gravity.setflags(write=False)
-        for array in (self.body_int, self.body_float, self.dof_parent,
-                      self.frame_body, self.frame_placement):
-            array.setflags(write=False)
-        # the kernels see the 2-D tables as flat arrays (no row views: see layout.py)
-        self.body_float_flat = self.body_float.reshape(-1)
-        self.frame_placement_flat = self.frame_placement.reshape(-1)
+        # The kernels take the constant tables as writable, flat arrays (no row views: see
+        # layout.py): numba's dispatcher types a writable C-contiguous argument from a cache in
+        # C, a read-only one through a Python fallback (~50 ns per argument, on every call).
+        # The public attributes are read-only views of the same memory.
+        # The frame rows follow the body rows in the float table (layout.FRAME_*).
+        frame_rows = np.column_stack([self.frame_body.astype(float), self.frame_placement])
+        self.kernel_int, self.kernel_dof_parent = self.body_int, self.dof_parent
+        self.kernel_float = np.concatenate([self.body_float.reshape(-1), frame_rows.reshape(-1)])
+        self.body_float = self.kernel_float[:self.body_float.size].reshape(self.body_float.shape)
+        self.body_int, self.body_float, self.dof_parent, self.frame_body, self.frame_placement = (
+            _read_only(a) for a in (self.body_int, self.body_float, self.dof_parent,
+                                    self.frame_body, self.frame_placement))
         self._allocate_workspace()
 
     # ------------------------------------------------------------------------------------
@@ -314,6 +321,12 @@ class Model:
         return (f'Model({self.name!r}, {base} base, nq={self.nq}, nv={self.nv}, '
                 f'bodies={self.n_bodies}, frames={len(self.frame_names)}, '
                 f'mass={self.total_mass:.3f} kg)')
+
+
+def _read_only(array):
+    view = array.view()
+    view.setflags(write=False)
+    return view
 
 
 def _links_depth_first(robot):
