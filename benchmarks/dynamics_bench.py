@@ -23,24 +23,36 @@ ROBOTS = [('arm7 (7 DoF, fixed)', os.path.join(HERE, '..', 'rbd_ros', 'robots', 
                                                          'humanoid.urdf'), True)]
 
 
-def per_call_us(fn, seconds):
-    """Median over repeats of the mean time of a tight loop, in microseconds."""
+def _loop_count(fn):
+    """Calls per timing sample: a loop of ~10 ms."""
     fn()
     n = 1
-    while True:                          # calibrate a loop of ~10 ms
+    while True:
         start = time.perf_counter()
         for _ in range(n):
             fn()
         if time.perf_counter() - start > 0.01:
-            break
+            return n
         n *= 2
-    samples, deadline = [], time.perf_counter() + seconds
-    while time.perf_counter() < deadline or len(samples) < 5:
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        samples.append((time.perf_counter() - start) / n * 1e6)
-    return statistics.median(samples)
+
+
+def _sample_us(fn, n):
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - start) / n * 1e6
+
+
+def side_by_side_us(fns, seconds):
+    """Per-call time of each function in microseconds: the median over ~10 ms tight-loop
+    samples, the functions' samples interleaved so that each sees the same machine state (on
+    a shared 2-core VM the speed drifts over seconds)."""
+    counts = [_loop_count(fn) for fn in fns]
+    samples, deadline = [[] for _ in fns], time.perf_counter() + seconds
+    while time.perf_counter() < deadline or len(samples[0]) < 5:
+        for fn, n, out in zip(fns, counts, samples):
+            out.append(_sample_us(fn, n))
+    return [statistics.median(out) for out in samples]
 
 
 def pinocchio_state(pm, model, q, v):
@@ -88,7 +100,7 @@ def run(smoke=False, out=print):
              lambda: pin.framesForwardKinematics(pm, pd, qp)),
         ]
         for name, ours, theirs in cases:
-            t_ours, t_pin = per_call_us(ours, seconds), per_call_us(theirs, seconds)
+            t_ours, t_pin = side_by_side_us([ours, theirs], 2 * seconds)
             rows.append((name, label, t_ours, t_pin))
             out(f'| {name} | {label} | {t_ours:.2f} | {t_pin:.2f} | {t_ours / t_pin:.2f} |')
         Q = np.stack([model.random_configuration(rng) for _ in range(batch)])
@@ -104,8 +116,7 @@ def run(smoke=False, out=print):
              lambda: [pin.aba(pm, pd, qp_, vp_, ap_) for qp_, vp_, ap_ in P]),
         ]
         for name, ours, theirs in batched:
-            t_ours = per_call_us(ours, seconds) / batch
-            t_pin = per_call_us(theirs, seconds) / batch
+            t_ours, t_pin = (t / batch for t in side_by_side_us([ours, theirs], 2 * seconds))
             batch_rows.append((name, label, t_ours, t_pin))
     out('')
     out(f'Batched, N = {batch} configurations per call (throughput in thousand configurations/s):')
