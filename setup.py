@@ -35,7 +35,7 @@ setup(
             'frames_node = rbd_ros.frames_node:main',
             'sim_node = rbd_ros.sim_node:main',
             'bringup = rbd_ros.bringup:main',
-            'warmup = rbd_ros.dynamics.warmup:main',
+            'warmup = rbd_ros.warmup:main',
         ],
     },
 )

@@ -84,8 +84,8 @@ fi
 
 if [[ ${NEED_STAMP:-0} == 1 ]]; then echo "$HASH" >"$STAMP"; fi
 
-if [[ -f rbd_ros/dynamics/warmup.py ]]; then
-  say "warming up numba kernels (rbd_ros.dynamics.warmup)"
-  "$PY" -m rbd_ros.dynamics.warmup
+if [[ -f rbd_ros/warmup.py ]]; then
+  say "warming up numba kernels (rbd_ros.warmup)"
+  "$PY" -m rbd_ros.warmup
 fi
 say "done"

@@ -16,6 +16,12 @@ except ImportError:  # pragma: no cover - exercised by the no-JIT test in a subp
 JIT_ENABLED = _numba is not None and os.environ.get('NUMBA_DISABLE_JIT', '') in ('', '0')
 
 
+# The warm-up's worker processes set RBD_ROS_DEFER_COMPILE=1: signature kernels are then
+# compiled only on request (warmup.compile_group), so that the cores fill the cache in parallel.
+DEFER_COMPILE = os.environ.get('RBD_ROS_DEFER_COMPILE', '') == '1'
+DEFERRED = []   # (dispatcher, signature) of each signature kernel, in DEFER_COMPILE mode
+
+
 def kernel(fn=None, signature=None, parallel=False):
     """Compile ``fn`` with numba (cached on disk, no Python objects, GIL released).
 
@@ -29,6 +35,10 @@ def kernel(fn=None, signature=None, parallel=False):
                        parallel=parallel)
         if signature is None:
             return _numba.njit(**options)(function)
+        if DEFER_COMPILE:
+            dispatcher = _numba.njit(**options)(function)
+            DEFERRED.append((dispatcher, signature))
+            return dispatcher
         return _numba.njit(signature, **options)(function)
     return wrap if fn is None else wrap(fn)
 

@@ -1,13 +1,16 @@
 """Compile (or load from numba's on-disk cache) every kernel, single and batched, so that no
-process ever compiles on its first message. The set-up script runs ``python -m
-rbd_ros.dynamics.warmup`` once; later processes load the cache in well under a second. On a
-ROS install run ``ros2 run rbd_ros warmup`` once after ``colcon build`` (numba keeps the cache
-next to the sources, or in the user's cache directory when those are read-only)."""
+process ever compiles on its first message. ``python -m rbd_ros.warmup`` (the ``warmup``
+console script) runs the compile groups below in parallel worker processes, then
+:func:`warm_up` in one process; later processes load the cache in well under a second.
+The set-up script runs it once; on a ROS install run ``ros2 run rbd_ros warmup`` once after
+``colcon build`` (numba keeps the cache next to the sources, or in the user's cache directory
+when those are read-only)."""
+import argparse
 import time
 
 import numpy as np
 
-from . import api
+from . import _jit, api
 from .model import Model
 
 # one model with every joint type, a mimic joint and (below) a floating base
@@ -60,9 +63,47 @@ def warm_up(verbose=True):
     return elapsed
 
 
+# Compile groups for the parallel warm-up: kernel modules whose compiles are independent
+# (no group calls another's kernels), balanced on a 2-core VM at ~30 s each of a ~60 s serial
+# compile, with batch calls that compile the groups' lazily typed batch kernels.
+GROUPS = (
+    (('aba', 'crba', 'configuration'),
+     lambda model, Q, V, f_ext: (api.forward_dynamics(model, Q, V, V),
+                                 api.forward_dynamics(model, Q, V, V, f_ext),
+                                 api.mass_matrix(model, Q), api.integrate(model, Q, V, 0.01))),
+    (('rnea', 'kinematics', 'coriolis'),
+     lambda model, Q, V, f_ext: (api.inverse_dynamics(model, Q, V, V),
+                                 api.inverse_dynamics(model, Q, V, V, f_ext),
+                                 api.gravity_torques(model, Q), api.coriolis_matrix(model, Q, V),
+                                 api.center_of_mass(model, Q), api.kinetic_energy(model, Q, V),
+                                 api.potential_energy(model, Q))),
+)
+
+
+def compile_group(index):
+    """Worker side (RBD_ROS_DEFER_COMPILE=1): compile one group's kernels into the cache."""
+    if not _jit.DEFER_COMPILE:
+        raise RuntimeError('compile_group runs in a worker started with RBD_ROS_DEFER_COMPILE=1')
+    modules, batch_calls = GROUPS[index]
+    for dispatcher, signature in _jit.DEFERRED:
+        if dispatcher.py_func.__module__.rsplit('.', 1)[-1] in modules:
+            dispatcher.compile(signature)
+            dispatcher.disable_compile()   # as in a normal process: other types raise TypeError
+    model = Model.from_urdf(_URDF.replace('<mimic joint="j1"/>', ''), floating_base=True)
+    Q, V = np.stack([model.neutral()] * 2), np.full((2, model.nv), 0.1)
+    batch_calls(model, Q, V, {'tool': np.ones(6)})
+
+
 def main():
-    """Console script ``warmup`` (``ros2 run rbd_ros warmup`` after ``colcon build``)."""
-    warm_up()
+    """``python -m rbd_ros.dynamics.warmup``: :func:`warm_up` in this process (serial);
+    ``--group K``: a parallel worker (see rbd_ros/warmup.py)."""
+    parser = argparse.ArgumentParser(description=main.__doc__.split('\n')[0])
+    parser.add_argument('--group', type=int, choices=range(len(GROUPS)), default=None)
+    args = parser.parse_args()
+    if args.group is None:
+        warm_up()
+    else:
+        compile_group(args.group)
 
 
 if __name__ == '__main__':

@@ -1,0 +1,50 @@
+"""The parallel warm-up's compile groups cover every signature kernel, and a group compiles in
+a worker process without touching another group's kernels."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.join(os.path.dirname(__file__), '..')
+
+COVERAGE = '''
+from rbd_ros import warmup
+from rbd_ros.dynamics import _jit
+from rbd_ros.dynamics.warmup import GROUPS
+assert warmup.GROUP_COUNT == len(GROUPS), (warmup.GROUP_COUNT, len(GROUPS))
+grouped = [m for modules, _ in GROUPS for m in modules]
+assert len(grouped) == len(set(grouped)), grouped
+assert _jit.DEFERRED, 'no kernel was deferred'
+for dispatcher, _ in _jit.DEFERRED:
+    module = dispatcher.py_func.__module__.rsplit('.', 1)[-1]
+    assert module in grouped, f'{module}.{dispatcher.py_func.__name__} is in no warm-up group'
+    assert not dispatcher.signatures, 'compiled at import despite RBD_ROS_DEFER_COMPILE'
+print('ok', len(_jit.DEFERRED))
+'''
+
+
+def run(args, **env):
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, **env))
+
+
+@pytest.mark.skipif(os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0'), reason='needs numba')
+def test_groups_cover_every_signature_kernel():
+    pytest.importorskip('numba')
+    result = run(['-c', COVERAGE], RBD_ROS_DEFER_COMPILE='1')
+    assert result.returncode == 0 and result.stdout.startswith('ok'), result.stdout + result.stderr
+
+
+@pytest.mark.skipif(os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0'), reason='needs numba')
+@pytest.mark.parametrize('group', [0, 1])
+def test_a_group_compiles_in_a_worker(group):
+    pytest.importorskip('numba')
+    result = run(['-m', 'rbd_ros.dynamics.warmup', '--group', str(group)],
+                 RBD_ROS_DEFER_COMPILE='1')
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_worker_needs_the_deferred_mode():
+    result = run(['-m', 'rbd_ros.dynamics.warmup', '--group', '0'], RBD_ROS_DEFER_COMPILE='0')
+    assert result.returncode != 0 and 'RBD_ROS_DEFER_COMPILE=1' in result.stderr
