@@ -49,50 +49,62 @@ def matrix6_times(M, m, x, k, out, o):
 
 
 @inline_kernel
-def add_articulated_inertia_to_parent(X, x, Ia, ia, acc, a, S, s):
+def congruence(E, m00, m01, m02, m10, m11, m12, m20, m21, m22):
+    """E M E^T for a 3x3 M, with E a row-major 9-tuple; a row-major 9-tuple."""
+    t00 = E[0] * m00 + E[1] * m10 + E[2] * m20        # T = E M
+    t01 = E[0] * m01 + E[1] * m11 + E[2] * m21
+    t02 = E[0] * m02 + E[1] * m12 + E[2] * m22
+    t10 = E[3] * m00 + E[4] * m10 + E[5] * m20
+    t11 = E[3] * m01 + E[4] * m11 + E[5] * m21
+    t12 = E[3] * m02 + E[4] * m12 + E[5] * m22
+    t20 = E[6] * m00 + E[7] * m10 + E[8] * m20
+    t21 = E[6] * m01 + E[7] * m11 + E[8] * m21
+    t22 = E[6] * m02 + E[7] * m12 + E[8] * m22
+    return (t00 * E[0] + t01 * E[1] + t02 * E[2],    # T E^T
+            t00 * E[3] + t01 * E[4] + t02 * E[5],
+            t00 * E[6] + t01 * E[7] + t02 * E[8],
+            t10 * E[0] + t11 * E[1] + t12 * E[2],
+            t10 * E[3] + t11 * E[4] + t12 * E[5],
+            t10 * E[6] + t11 * E[7] + t12 * E[8],
+            t20 * E[0] + t21 * E[1] + t22 * E[2],
+            t20 * E[3] + t21 * E[4] + t22 * E[5],
+            t20 * E[6] + t21 * E[7] + t22 * E[8])
+
+
+@inline_kernel
+def cross_columns(rx, ry, rz, M):
+    """[r] M for a row-major 3x3 M (a 9-tuple): column j is r x (column j of M)."""
+    return (ry * M[6] - rz * M[3], ry * M[7] - rz * M[4], ry * M[8] - rz * M[5],
+            rz * M[0] - rx * M[6], rz * M[1] - rx * M[7], rz * M[2] - rx * M[8],
+            rx * M[3] - ry * M[0], rx * M[4] - ry * M[1], rx * M[5] - ry * M[2])
+
+
+@inline_kernel
+def add_articulated_inertia_to_parent(X, x, Ia, ia, acc, a):
     """acc += X^* Ia X for a symmetric 6x6 Ia = [[A, B], [B^T, C]] (linear, angular blocks),
     with 3x3 blocks rather than 6x6 products: rotate the blocks (A' = E A E^T, B' = E B E^T,
     C' = E C E^T), then move the origin by r:
         A_p = A',  B_p = B' - A'[r],  C_p = C' + [r]B' + ([r]B')^T - [r]A'[r].
-    S[s:s+36] is scratch."""
-    Ap, Bp, Cp, T = s, s + 9, s + 18, s + 27
-    for blk in range(3):                       # A' (rows 0-2, cols 0-2), B' (0-2, 3-5), C' (3-5, 3-5)
-        r0 = 3 if blk == 2 else 0
-        c0 = 0 if blk == 0 else 3
-        for i in range(3):                     # T = E M
-            for j in range(3):
-                S[T + 3 * i + j] = (X[x + 3 * i] * Ia[ia + 6 * r0 + c0 + j]
-                                    + X[x + 3 * i + 1] * Ia[ia + 6 * (r0 + 1) + c0 + j]
-                                    + X[x + 3 * i + 2] * Ia[ia + 6 * (r0 + 2) + c0 + j])
-        out = Ap + 9 * blk
-        for i in range(3):                     # M' = T E^T
-            for j in range(3):
-                S[out + 3 * i + j] = (S[T + 3 * i] * X[x + 3 * j] + S[T + 3 * i + 1] * X[x + 3 * j + 1]
-                                      + S[T + 3 * i + 2] * X[x + 3 * j + 2])
+    The blocks live in local tuples (registers), not in the aliased workspace."""
+    E = (X[x], X[x + 1], X[x + 2], X[x + 3], X[x + 4], X[x + 5], X[x + 6], X[x + 7], X[x + 8])
     rx, ry, rz = X[x + 9], X[x + 10], X[x + 11]
-    for i in range(3):                         # T = A'[r] (row i = row i of A' x r); A_p, B_p
-        a0, a1, a2 = S[Ap + 3 * i], S[Ap + 3 * i + 1], S[Ap + 3 * i + 2]
-        S[T + 3 * i] = a1 * rz - a2 * ry
-        S[T + 3 * i + 1] = a2 * rx - a0 * rz
-        S[T + 3 * i + 2] = a0 * ry - a1 * rx
+    A = congruence(E, Ia[ia], Ia[ia + 1], Ia[ia + 2], Ia[ia + 6], Ia[ia + 7], Ia[ia + 8],
+                   Ia[ia + 12], Ia[ia + 13], Ia[ia + 14])
+    B = congruence(E, Ia[ia + 3], Ia[ia + 4], Ia[ia + 5], Ia[ia + 9], Ia[ia + 10], Ia[ia + 11],
+                   Ia[ia + 15], Ia[ia + 16], Ia[ia + 17])
+    C = congruence(E, Ia[ia + 21], Ia[ia + 22], Ia[ia + 23], Ia[ia + 27], Ia[ia + 28],
+                   Ia[ia + 29], Ia[ia + 33], Ia[ia + 34], Ia[ia + 35])
+    RA = cross_columns(rx, ry, rz, A)                  # [r]A', so A'[r] = -([r]A')^T
+    T = (-RA[0], -RA[3], -RA[6], -RA[1], -RA[4], -RA[7], -RA[2], -RA[5], -RA[8])
+    M = cross_columns(rx, ry, rz, B)                   # [r]B'
+    N = cross_columns(rx, ry, rz, T)                   # [r]A'[r]
+    for i in range(3):
         for j in range(3):
-            acc[a + 6 * i + j] += S[Ap + 3 * i + j]
-            b = S[Bp + 3 * i + j] - S[T + 3 * i + j]
+            acc[a + 6 * i + j] += A[3 * i + j]
+            b = B[3 * i + j] - T[3 * i + j]
             acc[a + 6 * i + 3 + j] += b
             acc[a + 6 * (3 + j) + i] += b
-    for j in range(3):                         # M = [r]B' into the A' slot (column j = r x B'_j)
-        b0, b1, b2 = S[Bp + j], S[Bp + 3 + j], S[Bp + 6 + j]
-        S[Ap + j] = ry * b2 - rz * b1
-        S[Ap + 3 + j] = rz * b0 - rx * b2
-        S[Ap + 6 + j] = rx * b1 - ry * b0
-    for j in range(3):                         # C_p = C' + M + M^T - [r] T
-        d0, d1, d2 = S[T + j], S[T + 3 + j], S[T + 6 + j]
-        n0 = ry * d2 - rz * d1
-        n1 = rz * d0 - rx * d2
-        n2 = rx * d1 - ry * d0
-        acc[a + 6 * 3 + 3 + j] += S[Cp + j] + S[Ap + j] + S[Ap + 3 * j] - n0
-        acc[a + 6 * 4 + 3 + j] += S[Cp + 3 + j] + S[Ap + 3 + j] + S[Ap + 3 * j + 1] - n1
-        acc[a + 6 * 5 + 3 + j] += S[Cp + 6 + j] + S[Ap + 6 + j] + S[Ap + 3 * j + 2] - n2
+            acc[a + 6 * (3 + i) + 3 + j] += C[3 * i + j] + M[3 * i + j] + M[3 * j + i] - N[3 * i + j]
 
 
 @inline_kernel
@@ -183,8 +195,7 @@ def aba(body_int, model, ws, q, qd, tau, f_ext, qdd):
                         for m in range(nv):
                             s += ws[w + U + 6 * k + r] * ws[w + DINV + 6 * k + m] * ws[w + UU + m]
                     ws[IA + r] += ws[w + PA + r] + s
-            add_articulated_inertia_to_parent(ws, w + LI, ws, w + IA, ws, p * WS_COLS + IA,
-                                              ws, DINV)
+            add_articulated_inertia_to_parent(ws, w + LI, ws, w + IA, ws, p * WS_COLS + IA)
             force_to_parent(ws, w + LI, ws, IA, ws, p * WS_COLS + PA, True)
     for k in range(6):                                            # pass 3, a_0 = -g
         ws[ACC + k] = 0.0
