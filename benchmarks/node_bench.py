@@ -128,8 +128,8 @@ def rss_mb(pid: int) -> float:
 def relay_main() -> int:
     """A bare rclpy relay: every joint_states message is republished as it is, twice (two
     topics, as dynamics_node publishes gravity then forward dynamics), on the same QoS profiles
-    and the same executor type as dynamics_node. Raw bytes in and out, as dynamics_node reads
-    and writes them: the relay does no Python (de)serialization at all."""
+    and the same executor type as dynamics_node. It is the plain relay a ROS user writes
+    (typed messages in and out); dynamics_node's raw-bytes I/O is part of what is measured."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
     from sensor_msgs.msg import JointState
@@ -141,11 +141,10 @@ def relay_main() -> int:
     pub = node.create_publisher(JointState, '~/joint_states', OUTPUT_QOS)
     pub_2 = node.create_publisher(JointState, '~/joint_states_2', OUTPUT_QOS)
 
-    def relay(data: bytes):     # the serialized message, forwarded as it is
-        pub.publish(data)
-        pub_2.publish(data)
-    node.create_subscription(JointState, 'joint_states', relay, joint_states_qos('sensor_data'),
-                             raw=True)
+    def relay(msg: JointState):
+        pub.publish(msg)
+        pub_2.publish(msg)
+    node.create_subscription(JointState, 'joint_states', relay, joint_states_qos('sensor_data'))
     executor = make_executor()
     executor.add_node(node)
     try:
