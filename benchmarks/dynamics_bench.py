@@ -87,6 +87,7 @@ def run(smoke=False, out=print):
         rng = np.random.default_rng(0)
         q, v, a = model.random_configuration(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
         qp, vp = pinocchio_state(pm, model, q, v)
+        poses = rbd.frame_poses(model, q)
         _, ap = pinocchio_state(pm, model, q, a)
         cases = [
             ('inverse_dynamics', lambda: rbd.inverse_dynamics(model, q, v, a),
@@ -97,6 +98,9 @@ def run(smoke=False, out=print):
             ('forward_dynamics', lambda: rbd.forward_dynamics(model, q, v, a),
              lambda: pin.aba(pm, pd, qp, vp, ap)),
             ('frame_poses', lambda: rbd.frame_poses(model, q),
+             lambda: pin.framesForwardKinematics(pm, pd, qp)),
+            # in place, like Pinocchio's own call (which overwrites data.oMf)
+            ('frame_poses, out=', lambda: rbd.frame_poses(model, q, out=poses),
              lambda: pin.framesForwardKinematics(pm, pd, qp)),
         ]
         for name, ours, theirs in cases:
