@@ -15,8 +15,9 @@ from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, chunk_count, 
                    chunk_workspace, first_failure, inline_kernel, kernel, prange, signature)
 from .checks import BAD_FEXT, OK, STATUS_STRIDE, has_nonfinite_2d, state_status
 from .joints import body_transform, joint_velocity, motion_subspace_column, project_force
-from .layout import (ACC, BODY_FLOAT_COLS, DINV, GRAVITY, IA, INERTIA, JTYPE, LI, NVJ, PA, PARENT,
-                     QIDX, SCRATCH, U, UU, VEL, VIDX, VJ, WS_COLS)
+from .layout import (ACC, AXIS, BODY_FLOAT_COLS, DINV, GRAVITY, IA, INERTIA, JOINT_PRISMATIC,
+                     JOINT_REVOLUTE, JTYPE, LI, NVJ, PA, PARENT, QIDX, SCRATCH, U, UU, VEL, VIDX,
+                     VJ, WS_COLS)
 from .spatial import add_bias_force, force_to_parent, motion_cross, motion_to_child
 
 
@@ -108,6 +109,21 @@ def add_articulated_inertia_to_parent(X, x, Ia, ia, acc, a):
 
 
 @inline_kernel
+def articulated_times_subspace(jtype, model, j, k, Ia, ia, out, o, scratch, sc):
+    """out[o:o+6] = Ia S_k for column k of the joint's motion subspace. Ia is symmetric, so
+    for a revolute (prismatic) joint, S = [0; a] ([a; 0]), this is a combination of three of
+    its rows: 18 products instead of 36. scratch[sc:sc+6] is scratch."""
+    if jtype == JOINT_REVOLUTE or jtype == JOINT_PRISMATIC:
+        row = ia + (18 if jtype == JOINT_REVOLUTE else 0)
+        a0, a1, a2 = model[j + AXIS], model[j + AXIS + 1], model[j + AXIS + 2]
+        for c in range(6):
+            out[o + c] = a0 * Ia[row + c] + a1 * Ia[row + 6 + c] + a2 * Ia[row + 12 + c]
+    else:
+        motion_subspace_column(jtype, model, j, k, scratch, sc)
+        matrix6_times(Ia, ia, scratch, sc, out, o)
+
+
+@inline_kernel
 def invert_spd(D, d, n, out, o):
     """out = D^-1 for a small symmetric positive-definite n x n D (row stride 6), by
     Gauss-Jordan without pivoting (fine for SPD). Destroys D. False if D is singular."""
@@ -158,13 +174,16 @@ def aba(body_int, model, ws, q, qd, tau, f_ext, qdd):
         jtype, vi, nv, p = body_int[i, JTYPE], body_int[i, VIDX], body_int[i, NVJ], body_int[i, PARENT]
         j, w = i * BODY_FLOAT_COLS, i * WS_COLS
         for k in range(nv):                                       # U = IA S
-            motion_subspace_column(jtype, model, j, k, ws, IA)
-            matrix6_times(ws, w + IA, ws, IA, ws, w + U + 6 * k)
+            articulated_times_subspace(jtype, model, j, k, ws, w + IA, ws, w + U + 6 * k, ws, IA)
         for k in range(nv):                                       # D = S^T U
             project_force(jtype, model, j, ws, w + U + 6 * k, ws, IA)
             for m in range(nv):
                 ws[DINV + 6 * m + k] = ws[IA + m]
-        if not invert_spd(ws, DINV, nv, ws, w + DINV):
+        if nv == 1:
+            if not ws[DINV] > 0.0:
+                return -1
+            ws[w + DINV] = 1.0 / ws[DINV]
+        elif not invert_spd(ws, DINV, nv, ws, w + DINV):
             return -1
         project_force(jtype, model, j, ws, w + PA, ws, w + UU)    # u = tau - S^T pA
         for k in range(nv):
