@@ -142,6 +142,18 @@ def test_non_finite_numbers():
            "joint 'j1'", 'non-finite')
 
 
+@pytest.mark.parametrize('part, what', [
+    (link('a', '<inertial><mass value="1e308"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" '
+               'iyz="0" izz="0.1"/></inertial>'), "link 'a'"),
+    (joint('j1', 'base', 'a', extra='<origin xyz="0 0 -1e300"/><axis xyz="0 0 1"/>'), "joint 'j1'"),
+])
+def test_numbers_beyond_physical_are_rejected(part, what):
+    """Found by the URDF fuzzer: a mass of 1e308 built a model whose gravity torques were NaN."""
+    parts = [link('base'), part if part.startswith('<link') else link('a'),
+             part if part.startswith('<joint') else joint('j1', 'base', 'a')]
+    expect(rbd.ModelError, parts, what, 'not a physical robot value')
+
+
 def test_mimic_of_unknown_joint():
     expect(rbd.JointError, GOOD[:3] + [joint('j1', 'base', 'a'),
                                        joint('j2', 'a', 'b', extra='<axis xyz="0 0 1"/><mimic joint="nope"/>')],

@@ -78,10 +78,25 @@ def _read_text(path_or_xml):
         return handle.read().decode('utf-8'), text
 
 
+# A robot's masses (kg), inertias (kg m^2), lengths (m) and mimic factors are far below this;
+# a larger value is a typo, and its products in the algorithms (m g r, m r r, ...) could
+# overflow float64 into inf and NaN torques.
+PHYSICAL_LIMIT = 1e12
+
+
 def _finite(values, where, what):
     array = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(array)):
         raise ModelError(f'{where}: {what} has a non-finite value: {list(array.ravel())}')
+    return array
+
+
+def _physical(values, where, what):
+    """_finite, and within +-PHYSICAL_LIMIT: for every number the dynamics computes with."""
+    array = _finite(values, where, what)
+    if np.any(np.abs(array) > PHYSICAL_LIMIT):
+        raise ModelError(f'{where}: {what} has a value beyond {PHYSICAL_LIMIT:g} in magnitude '
+                         f'(not a physical robot value): {list(array.ravel())}')
     return array
 
 
@@ -149,16 +164,16 @@ def _read_link(link, where):
     if inertial is None:
         return record
     what = f'{where}: link {link.name!r}'
-    record.mass = float(_finite(inertial.mass or 0.0, what, 'mass'))
+    record.mass = float(_physical(inertial.mass or 0.0, what, 'mass'))
     if record.mass < 0:
         raise InertiaError(f'{what}: negative mass {record.mass}')
     if inertial.origin is not None:
-        record.com_xyz = _finite(inertial.origin.xyz or [0, 0, 0], what, 'inertial origin xyz')
+        record.com_xyz = _physical(inertial.origin.xyz or [0, 0, 0], what, 'inertial origin xyz')
         record.com_rotation = rpy_to_matrix(_finite(inertial.origin.rpy or [0, 0, 0], what,
                                                     'inertial origin rpy'))
     if inertial.inertia is not None:
         i = inertial.inertia
-        tensor = _finite([[i.ixx or 0, i.ixy or 0, i.ixz or 0],
+        tensor = _physical([[i.ixx or 0, i.ixy or 0, i.ixz or 0],
                           [i.ixy or 0, i.iyy or 0, i.iyz or 0],
                           [i.ixz or 0, i.iyz or 0, i.izz or 0]], what, 'inertia')
         _check_inertia(tensor, record.mass, what)
@@ -189,8 +204,8 @@ def _read_joint(joint, where, warnings):
     origin = joint.origin
     rotation = rpy_to_matrix(_finite(origin.rpy if origin is not None and origin.rpy else
                                      [0, 0, 0], what, 'origin rpy'))
-    xyz = _finite(origin.xyz if origin is not None and origin.xyz else [0, 0, 0], what,
-                  'origin xyz')
+    xyz = _physical(origin.xyz if origin is not None and origin.xyz else [0, 0, 0], what,
+                    'origin xyz')
     axis = _finite(joint.axis if joint.axis is not None else [1.0, 0.0, 0.0], what, 'axis')
     record = JointRecord(joint.name, int(where.rsplit(':', 1)[1]), joint.type, joint.parent,
                          joint.child, rotation, xyz, axis)
@@ -224,7 +239,7 @@ def _read_joint(joint, where, warnings):
             raise JointError(f'{what}: <mimic> without a joint attribute')
         multiplier = 1.0 if joint.mimic.multiplier is None else float(joint.mimic.multiplier)
         offset = 0.0 if joint.mimic.offset is None else float(joint.mimic.offset)
-        _finite([multiplier, offset], what, 'mimic multiplier/offset')
+        _physical([multiplier, offset], what, 'mimic multiplier/offset')
         if joint.type not in ('revolute', 'continuous', 'prismatic'):
             raise JointError(f'{what}: a {joint.type} joint cannot mimic another joint')
         record.mimic = (joint.mimic.joint, multiplier, offset)
