@@ -146,6 +146,7 @@ def test_non_finite_numbers():
     (link('a', '<inertial><mass value="1e308"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" '
                'iyz="0" izz="0.1"/></inertial>'), "link 'a'"),
     (joint('j1', 'base', 'a', extra='<origin xyz="0 0 -1e300"/><axis xyz="0 0 1"/>'), "joint 'j1'"),
+    (joint('j1', 'base', 'a', extra='<axis xyz="0 0 1e308"/>'), "joint 'j1'"),   # norm overflows
 ])
 def test_numbers_beyond_physical_are_rejected(part, what):
     """Found by the URDF fuzzer: a mass of 1e308 built a model whose gravity torques were NaN."""

@@ -206,7 +206,7 @@ def _read_joint(joint, where, warnings):
                                      [0, 0, 0], what, 'origin rpy'))
     xyz = _physical(origin.xyz if origin is not None and origin.xyz else [0, 0, 0], what,
                     'origin xyz')
-    axis = _finite(joint.axis if joint.axis is not None else [1.0, 0.0, 0.0], what, 'axis')
+    axis = _physical(joint.axis if joint.axis is not None else [1.0, 0.0, 0.0], what, 'axis')
     record = JointRecord(joint.name, int(where.rsplit(':', 1)[1]), joint.type, joint.parent,
                          joint.child, rotation, xyz, axis)
     if joint.type in ('revolute', 'continuous', 'prismatic', 'planar'):
