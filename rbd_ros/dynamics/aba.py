@@ -7,7 +7,8 @@
              IA_p += X_i^* Ia X_i ;  pA_p += X_i^* pa
     pass 3:  a'_i = X_i a_p + c_i ;  qdd_i = D_i^-1 (u_i - U_i^T a'_i) ;  a_i = a'_i + S_i qdd_i
 
-Articulated inertias are general symmetric 6x6 matrices stored row-major (36 entries).
+Articulated inertias are symmetric 6x6 matrices stored as their upper triangle, row by row
+(21 numbers, see SYM): less to load, store and keep in cache than all 36.
 """
 import numpy as np
 
@@ -21,32 +22,30 @@ from .layout import (ACC, AXIS, BODY_FLOAT_COLS, DINV, GRAVITY, IA, INERTIA, JOI
 from .spatial import add_bias_force, force_to_parent, motion_cross, motion_to_child
 
 
+# SYM[6 r + c]: where entry (r, c) of a packed symmetric 6x6 is (row r holds columns r..5).
+SYM = tuple(min(r, c) * 6 - min(r, c) * (min(r, c) - 1) // 2 + abs(c - r)
+            for r in range(6) for c in range(6))
+
+
 @inline_kernel
 def inertia_matrix(Y, y, out, o):
-    """out[o:o+36] = the dense 6x6 spatial inertia [[m 1, -[h]], [[h], I]] (row-major)."""
+    """out[o:o+21] = the spatial inertia [[m 1, -[h]], [[h], I]], packed (see SYM)."""
     m, hx, hy, hz = Y[y], Y[y + 1], Y[y + 2], Y[y + 3]
-    for k in range(36):
-        out[o + k] = 0.0
-    out[o], out[o + 7], out[o + 14] = m, m, m
-    out[o + 4], out[o + 5] = hz, -hy          # linear rows: m v - [h] w
-    out[o + 9], out[o + 11] = -hz, hx
-    out[o + 15], out[o + 16] = hy, -hx
-    out[o + 19], out[o + 20] = -hz, hy        # angular rows: [h] v + I w
-    out[o + 24], out[o + 26] = hz, -hx
-    out[o + 30], out[o + 31] = -hy, hx
-    out[o + 21], out[o + 22], out[o + 23] = Y[y + 4], Y[y + 5], Y[y + 6]
-    out[o + 27], out[o + 28], out[o + 29] = Y[y + 5], Y[y + 7], Y[y + 8]
-    out[o + 33], out[o + 34], out[o + 35] = Y[y + 6], Y[y + 8], Y[y + 9]
+    out[o], out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = m, 0.0, 0.0, 0.0, hz, -hy
+    out[o + 6], out[o + 7], out[o + 8], out[o + 9], out[o + 10] = m, 0.0, -hz, 0.0, hx
+    out[o + 11], out[o + 12], out[o + 13], out[o + 14] = m, hy, -hx, 0.0
+    out[o + 15], out[o + 16], out[o + 17] = Y[y + 4], Y[y + 5], Y[y + 6]     # I about the origin
+    out[o + 18], out[o + 19], out[o + 20] = Y[y + 7], Y[y + 8], Y[y + 9]
 
 
 @inline_kernel
-def matrix6_times(M, m, x, k, out, o):
-    """out[o:o+6] = M x for the row-major 6x6 M at m."""
+def symmetric6_times(M, m, x, k, out, o):
+    """out[o:o+6] = M x for the packed symmetric 6x6 M at m."""
     x0, x1, x2, x3, x4, x5 = x[k], x[k + 1], x[k + 2], x[k + 3], x[k + 4], x[k + 5]
     for r in range(6):
-        b = m + 6 * r
-        out[o + r] = (M[b] * x0 + M[b + 1] * x1 + M[b + 2] * x2 + M[b + 3] * x3
-                      + M[b + 4] * x4 + M[b + 5] * x5)
+        b = 6 * r
+        out[o + r] = (M[m + SYM[b]] * x0 + M[m + SYM[b + 1]] * x1 + M[m + SYM[b + 2]] * x2
+                      + M[m + SYM[b + 3]] * x3 + M[m + SYM[b + 4]] * x4 + M[m + SYM[b + 5]] * x5)
 
 
 @inline_kernel
@@ -89,38 +88,40 @@ def add_articulated_inertia_to_parent(X, x, Ia, ia, acc, a):
     The blocks live in local tuples (registers), not in the aliased workspace."""
     E = (X[x], X[x + 1], X[x + 2], X[x + 3], X[x + 4], X[x + 5], X[x + 6], X[x + 7], X[x + 8])
     rx, ry, rz = X[x + 9], X[x + 10], X[x + 11]
-    A = congruence(E, Ia[ia], Ia[ia + 1], Ia[ia + 2], Ia[ia + 6], Ia[ia + 7], Ia[ia + 8],
+    a00, a01, a02, a11, a12, a22 = Ia[ia], Ia[ia + 1], Ia[ia + 2], Ia[ia + 6], Ia[ia + 7], Ia[ia + 11]
+    c00, c01, c02, c11, c12, c22 = (Ia[ia + 15], Ia[ia + 16], Ia[ia + 17], Ia[ia + 18],
+                                    Ia[ia + 19], Ia[ia + 20])
+    A = congruence(E, a00, a01, a02, a01, a11, a12, a02, a12, a22)
+    B = congruence(E, Ia[ia + 3], Ia[ia + 4], Ia[ia + 5], Ia[ia + 8], Ia[ia + 9], Ia[ia + 10],
                    Ia[ia + 12], Ia[ia + 13], Ia[ia + 14])
-    B = congruence(E, Ia[ia + 3], Ia[ia + 4], Ia[ia + 5], Ia[ia + 9], Ia[ia + 10], Ia[ia + 11],
-                   Ia[ia + 15], Ia[ia + 16], Ia[ia + 17])
-    C = congruence(E, Ia[ia + 21], Ia[ia + 22], Ia[ia + 23], Ia[ia + 27], Ia[ia + 28],
-                   Ia[ia + 29], Ia[ia + 33], Ia[ia + 34], Ia[ia + 35])
+    C = congruence(E, c00, c01, c02, c01, c11, c12, c02, c12, c22)
     RA = cross_columns(rx, ry, rz, A)                  # [r]A', so A'[r] = -([r]A')^T
     T = (-RA[0], -RA[3], -RA[6], -RA[1], -RA[4], -RA[7], -RA[2], -RA[5], -RA[8])
     M = cross_columns(rx, ry, rz, B)                   # [r]B'
     N = cross_columns(rx, ry, rz, T)                   # [r]A'[r]
     for i in range(3):
         for j in range(3):
-            acc[a + 6 * i + j] += A[3 * i + j]
-            b = B[3 * i + j] - T[3 * i + j]
-            acc[a + 6 * i + 3 + j] += b
-            acc[a + 6 * (3 + j) + i] += b
-            acc[a + 6 * (3 + i) + 3 + j] += C[3 * i + j] + M[3 * i + j] + M[3 * j + i] - N[3 * i + j]
+            acc[a + SYM[6 * i + 3 + j]] += B[3 * i + j] - T[3 * i + j]
+            if j >= i:
+                acc[a + SYM[6 * i + j]] += A[3 * i + j]
+                acc[a + SYM[6 * (3 + i) + 3 + j]] += (C[3 * i + j] + M[3 * i + j] + M[3 * j + i]
+                                                      - N[3 * i + j])
 
 
 @inline_kernel
 def articulated_times_subspace(jtype, model, j, k, Ia, ia, out, o, scratch, sc):
-    """out[o:o+6] = Ia S_k for column k of the joint's motion subspace. Ia is symmetric, so
-    for a revolute (prismatic) joint, S = [0; a] ([a; 0]), this is a combination of three of
-    its rows: 18 products instead of 36. scratch[sc:sc+6] is scratch."""
+    """out[o:o+6] = Ia S_k for column k of the joint's motion subspace (Ia packed). Ia is
+    symmetric, so for a revolute (prismatic) joint, S = [0; a] ([a; 0]), this is a combination
+    of three of its rows: 18 products instead of 36. scratch[sc:sc+6] is scratch."""
     if jtype == JOINT_REVOLUTE or jtype == JOINT_PRISMATIC:
-        row = ia + (18 if jtype == JOINT_REVOLUTE else 0)
+        b = 18 if jtype == JOINT_REVOLUTE else 0      # first of the three rows, times 6
         a0, a1, a2 = model[j + AXIS], model[j + AXIS + 1], model[j + AXIS + 2]
         for c in range(6):
-            out[o + c] = a0 * Ia[row + c] + a1 * Ia[row + 6 + c] + a2 * Ia[row + 12 + c]
+            out[o + c] = (a0 * Ia[ia + SYM[b + c]] + a1 * Ia[ia + SYM[b + 6 + c]]
+                          + a2 * Ia[ia + SYM[b + 12 + c]])
     else:
         motion_subspace_column(jtype, model, j, k, scratch, sc)
-        matrix6_times(Ia, ia, scratch, sc, out, o)
+        symmetric6_times(Ia, ia, scratch, sc, out, o)
 
 
 @inline_kernel
@@ -193,21 +194,21 @@ def aba(body_int, model, ws, q, qd, tau, f_ext, qdd):
                 d_inv, uu = ws[w + DINV], ws[w + UU]
                 for r in range(6):                                # Ia = IA - U U^T / D
                     ur = ws[w + U + r] * d_inv
-                    for c in range(6):
-                        ws[w + IA + 6 * r + c] -= ur * ws[w + U + c]
-                matrix6_times(ws, w + IA, ws, w + VJ, ws, IA)     # pa = pA + Ia c + U u / D
+                    for c in range(r, 6):
+                        ws[w + IA + SYM[6 * r + c]] -= ur * ws[w + U + c]
+                symmetric6_times(ws, w + IA, ws, w + VJ, ws, IA)  # pa = pA + Ia c + U u / D
                 for r in range(6):
                     ws[IA + r] += ws[w + PA + r] + ws[w + U + r] * d_inv * uu
             else:
                 for r in range(6):                                # Ia = IA - U D^-1 U^T
-                    for c in range(6):
+                    for c in range(r, 6):
                         s = 0.0
                         for k in range(nv):
                             for m in range(nv):
                                 s += (ws[w + U + 6 * k + r] * ws[w + DINV + 6 * k + m]
                                       * ws[w + U + 6 * m + c])
-                        ws[w + IA + 6 * r + c] -= s
-                matrix6_times(ws, w + IA, ws, w + VJ, ws, IA)     # pa = pA + Ia c + U D^-1 u
+                        ws[w + IA + SYM[6 * r + c]] -= s
+                symmetric6_times(ws, w + IA, ws, w + VJ, ws, IA)  # pa = pA + Ia c + U D^-1 u
                 for r in range(6):
                     s = 0.0
                     for k in range(nv):

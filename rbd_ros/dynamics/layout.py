@@ -58,7 +58,7 @@ VJ = 24       # 6: joint velocity S qd; ABA: the bias acceleration c
 PA = 30       # 6: articulated bias force (ABA), world momentum (Coriolis)
 UU = 36       # 6: u = tau - S^T pA
 U = 42        # 36: U = IA S, one 6-column per joint dof (column k at U + 6k)
-IA = 78       # 36: articulated inertia (ABA), Coriolis B matrix, row-major 6x6
+IA = 78       # 36: articulated inertia (ABA: packed upper triangle, 21), Coriolis B (6x6)
 DINV = 114    # 36: inverse of D = S^T IA S, row-major nvj x nvj (stride 6)
 O = 150       # 12: world-from-body transform (oMi)
 FRC = 162     # 6: body force / wrench in body coordinates
