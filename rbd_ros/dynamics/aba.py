@@ -88,7 +88,8 @@ def add_articulated_inertia_to_parent(X, x, Ia, ia, acc, a):
     The blocks live in local tuples (registers), not in the aliased workspace."""
     E = (X[x], X[x + 1], X[x + 2], X[x + 3], X[x + 4], X[x + 5], X[x + 6], X[x + 7], X[x + 8])
     rx, ry, rz = X[x + 9], X[x + 10], X[x + 11]
-    a00, a01, a02, a11, a12, a22 = Ia[ia], Ia[ia + 1], Ia[ia + 2], Ia[ia + 6], Ia[ia + 7], Ia[ia + 11]
+    a00, a01, a02, a11, a12, a22 = (Ia[ia], Ia[ia + 1], Ia[ia + 2], Ia[ia + 6], Ia[ia + 7],
+                                    Ia[ia + 11])
     c00, c01, c02, c11, c12, c22 = (Ia[ia + 15], Ia[ia + 16], Ia[ia + 17], Ia[ia + 18],
                                     Ia[ia + 19], Ia[ia + 20])
     A = congruence(E, a00, a01, a02, a01, a11, a12, a02, a12, a22)

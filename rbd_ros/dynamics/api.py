@@ -226,7 +226,8 @@ def coriolis_matrix(model, q, v):
     batch = _batch_of(q)
     qf, vf = _full_q(model, q), _full_v(model, v)
     C = np.empty(q.shape[:-1] + (model.nv_full, model.nv_full))
-    args = (model.kernel_int, model.kernel_float, model.ws_flat, model.dof_ws_flat, model.kernel_dof_parent, qf, vf, C)
+    args = (model.kernel_int, model.kernel_float, model.ws_flat, model.dof_ws_flat,
+            model.kernel_dof_parent, qf, vf, C)
     status = _coriolis(*args) if batch is None else _coriolis_batch(*args)
     if status:
         _raise_status(status, ('q', 'v'), batch is not None)
@@ -314,7 +315,8 @@ def frame_poses(model, q, out=None):
         try:
             if out is None:
                 poses = np.empty(model.frame_poses_shape)
-                if frame_placements(model.kernel_int, model.kernel_float, model.ws_flat, q, poses) == 0:
+                if frame_placements(model.kernel_int, model.kernel_float, model.ws_flat, q,
+                                    poses) == 0:
                     return FramePoses(poses, model.frame_index)
             elif out._index is model.frame_index and frame_placements(
                     model.kernel_int, model.kernel_float, model.ws_flat, q, out.array) == 0:
