@@ -19,7 +19,7 @@ from .joints import body_transform, joint_velocity, motion_subspace_column, proj
 from .layout import (ACC, AXIS, BODY_FLOAT_COLS, DINV, GRAVITY, IA, INERTIA, JOINT_PRISMATIC,
                      JOINT_REVOLUTE, JTYPE, LI, NVJ, PA, PARENT, QIDX, SCRATCH, U, UU, VEL, VIDX,
                      VJ, WS_COLS)
-from .spatial import add_bias_force, force_to_parent, motion_cross, motion_to_child
+from .spatial import add_bias_force, congruence, force_to_parent, motion_cross, motion_to_child
 
 
 # SYM[6 r + c]: where entry (r, c) of a packed symmetric 6x6 is (row r holds columns r..5).
@@ -46,29 +46,6 @@ def symmetric6_times(M, m, x, k, out, o):
         b = 6 * r
         out[o + r] = (M[m + SYM[b]] * x0 + M[m + SYM[b + 1]] * x1 + M[m + SYM[b + 2]] * x2
                       + M[m + SYM[b + 3]] * x3 + M[m + SYM[b + 4]] * x4 + M[m + SYM[b + 5]] * x5)
-
-
-@inline_kernel
-def congruence(E, m00, m01, m02, m10, m11, m12, m20, m21, m22):
-    """E M E^T for a 3x3 M, with E a row-major 9-tuple; a row-major 9-tuple."""
-    t00 = E[0] * m00 + E[1] * m10 + E[2] * m20        # T = E M
-    t01 = E[0] * m01 + E[1] * m11 + E[2] * m21
-    t02 = E[0] * m02 + E[1] * m12 + E[2] * m22
-    t10 = E[3] * m00 + E[4] * m10 + E[5] * m20
-    t11 = E[3] * m01 + E[4] * m11 + E[5] * m21
-    t12 = E[3] * m02 + E[4] * m12 + E[5] * m22
-    t20 = E[6] * m00 + E[7] * m10 + E[8] * m20
-    t21 = E[6] * m01 + E[7] * m11 + E[8] * m21
-    t22 = E[6] * m02 + E[7] * m12 + E[8] * m22
-    return (t00 * E[0] + t01 * E[1] + t02 * E[2],    # T E^T
-            t00 * E[3] + t01 * E[4] + t02 * E[5],
-            t00 * E[6] + t01 * E[7] + t02 * E[8],
-            t10 * E[0] + t11 * E[1] + t12 * E[2],
-            t10 * E[3] + t11 * E[4] + t12 * E[5],
-            t10 * E[6] + t11 * E[7] + t12 * E[8],
-            t20 * E[0] + t21 * E[1] + t22 * E[2],
-            t20 * E[3] + t21 * E[4] + t22 * E[5],
-            t20 * E[6] + t21 * E[7] + t22 * E[8])
 
 
 @inline_kernel

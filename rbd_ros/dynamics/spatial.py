@@ -189,38 +189,53 @@ def add_bias_force(Y, y, v, k, out, o):
 
 
 @inline_kernel
+def congruence(E, m00, m01, m02, m10, m11, m12, m20, m21, m22):
+    """E M E^T for a 3x3 M, with E a row-major 9-tuple; a row-major 9-tuple."""
+    t00 = E[0] * m00 + E[1] * m10 + E[2] * m20        # T = E M
+    t01 = E[0] * m01 + E[1] * m11 + E[2] * m21
+    t02 = E[0] * m02 + E[1] * m12 + E[2] * m22
+    t10 = E[3] * m00 + E[4] * m10 + E[5] * m20
+    t11 = E[3] * m01 + E[4] * m11 + E[5] * m21
+    t12 = E[3] * m02 + E[4] * m12 + E[5] * m22
+    t20 = E[6] * m00 + E[7] * m10 + E[8] * m20
+    t21 = E[6] * m01 + E[7] * m11 + E[8] * m21
+    t22 = E[6] * m02 + E[7] * m12 + E[8] * m22
+    return (t00 * E[0] + t01 * E[1] + t02 * E[2],    # T E^T
+            t00 * E[3] + t01 * E[4] + t02 * E[5],
+            t00 * E[6] + t01 * E[7] + t02 * E[8],
+            t10 * E[0] + t11 * E[1] + t12 * E[2],
+            t10 * E[3] + t11 * E[4] + t12 * E[5],
+            t10 * E[6] + t11 * E[7] + t12 * E[8],
+            t20 * E[0] + t21 * E[1] + t22 * E[2],
+            t20 * E[3] + t21 * E[4] + t22 * E[5],
+            t20 * E[6] + t21 * E[7] + t22 * E[8])
+
+
+
+@inline_kernel
 def add_inertia_to_parent(X, x, Y, y, acc, a):
     """acc += X^* Y X: a child 10-parameter inertia expressed in the parent frame.
 
     Rotate (m, h, I) and shift the origin by r: h' = E h + m r,
     I' = E I E^T - (r k^T + k r^T - 2 (k.r) 1) - m (r r^T - |r|^2 1), with k = E h.
     """
-    e0, e1, e2, e3, e4, e5, e6, e7, e8 = (X[x], X[x + 1], X[x + 2], X[x + 3], X[x + 4],
-                                          X[x + 5], X[x + 6], X[x + 7], X[x + 8])
+    E = (X[x], X[x + 1], X[x + 2], X[x + 3], X[x + 4], X[x + 5], X[x + 6], X[x + 7], X[x + 8])
     r0, r1, r2 = X[x + 9], X[x + 10], X[x + 11]
     mass, h0, h1, h2 = Y[y], Y[y + 1], Y[y + 2], Y[y + 3]
     i00, i01, i02, i11, i12, i22 = Y[y + 4], Y[y + 5], Y[y + 6], Y[y + 7], Y[y + 8], Y[y + 9]
-    k0 = e0 * h0 + e1 * h1 + e2 * h2
-    k1 = e3 * h0 + e4 * h1 + e5 * h2
-    k2 = e6 * h0 + e7 * h1 + e8 * h2
-    t00 = e0 * i00 + e1 * i01 + e2 * i02        # T = E I
-    t01 = e0 * i01 + e1 * i11 + e2 * i12
-    t02 = e0 * i02 + e1 * i12 + e2 * i22
-    t10 = e3 * i00 + e4 * i01 + e5 * i02
-    t11 = e3 * i01 + e4 * i11 + e5 * i12
-    t12 = e3 * i02 + e4 * i12 + e5 * i22
-    t20 = e6 * i00 + e7 * i01 + e8 * i02
-    t21 = e6 * i01 + e7 * i11 + e8 * i12
-    t22 = e6 * i02 + e7 * i12 + e8 * i22
+    k0 = E[0] * h0 + E[1] * h1 + E[2] * h2
+    k1 = E[3] * h0 + E[4] * h1 + E[5] * h2
+    k2 = E[6] * h0 + E[7] * h1 + E[8] * h2
+    R = congruence(E, i00, i01, i02, i01, i11, i12, i02, i12, i22)     # E I E^T
     kr = k0 * r0 + k1 * r1 + k2 * r2
     rr = r0 * r0 + r1 * r1 + r2 * r2
     acc[a] += mass
     acc[a + 1] += k0 + mass * r0
     acc[a + 2] += k1 + mass * r1
     acc[a + 3] += k2 + mass * r2
-    acc[a + 4] += t00 * e0 + t01 * e1 + t02 * e2 - 2.0 * r0 * k0 + 2.0 * kr - mass * (r0 * r0 - rr)
-    acc[a + 5] += t00 * e3 + t01 * e4 + t02 * e5 - (r0 * k1 + k0 * r1) - mass * r0 * r1
-    acc[a + 6] += t00 * e6 + t01 * e7 + t02 * e8 - (r0 * k2 + k0 * r2) - mass * r0 * r2
-    acc[a + 7] += t10 * e3 + t11 * e4 + t12 * e5 - 2.0 * r1 * k1 + 2.0 * kr - mass * (r1 * r1 - rr)
-    acc[a + 8] += t10 * e6 + t11 * e7 + t12 * e8 - (r1 * k2 + k1 * r2) - mass * r1 * r2
-    acc[a + 9] += t20 * e6 + t21 * e7 + t22 * e8 - 2.0 * r2 * k2 + 2.0 * kr - mass * (r2 * r2 - rr)
+    acc[a + 4] += R[0] - 2.0 * r0 * k0 + 2.0 * kr - mass * (r0 * r0 - rr)
+    acc[a + 5] += R[1] - (r0 * k1 + k0 * r1) - mass * r0 * r1
+    acc[a + 6] += R[2] - (r0 * k2 + k0 * r2) - mass * r0 * r2
+    acc[a + 7] += R[4] - 2.0 * r1 * k1 + 2.0 * kr - mass * (r1 * r1 - rr)
+    acc[a + 8] += R[5] - (r1 * k2 + k1 * r2) - mass * r1 * r2
+    acc[a + 9] += R[8] - 2.0 * r2 * k2 + 2.0 * kr - mass * (r2 * r2 - rr)
