@@ -6,6 +6,8 @@ functions in the interpreter, which is how the tests prove the two modes agree.
 """
 import os
 
+import numpy as _np
+
 try:
     if os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0'):
         raise ImportError('disabled by RBD_ROS_NO_JIT')
@@ -116,9 +118,11 @@ else:  # pragma: no cover
 
 
 @inline_kernel
-def chunk_count(rows, threads):
-    """How many chunks a batch of ``rows`` is split into (at least 16 rows each)."""
-    return min(threads, max(1, rows // 16))
+def chunk_setup(rows, threads, ws):
+    """(chunks, workspaces, statuses) of a batch of ``rows``: one chunk per thread, at least
+    16 rows each, with room for each chunk's workspace copy and status."""
+    chunks = min(threads, max(1, rows // 16))
+    return chunks, _np.empty((chunks, ws.shape[0])), _np.zeros(chunks, _np.int64)
 
 
 @inline_kernel

@@ -10,9 +10,7 @@
 Articulated inertias are symmetric 6x6 matrices stored as their upper triangle, row by row
 (21 numbers, see SYM): less to load, store and keep in cache than all 36.
 """
-import numpy as np
-
-from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, chunk_count, chunk_rows,
+from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, chunk_rows, chunk_setup,
                    chunk_workspace, first_failure, inline_kernel, kernel, prange, signature)
 from .checks import BAD_FEXT, OK, STATUS_STRIDE, has_nonfinite_2d, state_status
 from .joints import body_transform, joint_velocity, motion_subspace_column, project_force
@@ -226,8 +224,7 @@ def aba_batch(body_int, model, ws, Q, QD, TAU, F_EXT, QDD, threads):
     bi, bf = borrow(body_int), borrow(model)
     q_, qd_, tau_, f_ext_, qdd_ = borrow(Q), borrow(QD), borrow(TAU), borrow(F_EXT), borrow(QDD)
     rows = q_.shape[0]
-    chunks = chunk_count(rows, threads)
-    workspaces, statuses = np.empty((chunks, ws.shape[0])), np.zeros(chunks, np.int64)
+    chunks, workspaces, statuses = chunk_setup(rows, threads, ws)
     for c in prange(chunks):
         w = chunk_workspace(workspaces, c, ws)
         for n in chunk_rows(c, chunks, rows):

@@ -10,9 +10,7 @@ tree's H costs what its branches cost, not O(n^3).
 """
 import math
 
-import numpy as np
-
-from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, chunk_count, chunk_rows,
+from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, chunk_rows, chunk_setup,
                    chunk_workspace, first_failure, kernel, prange, signature)
 from .checks import OK, STATUS_STRIDE, configuration_status
 from .joints import body_transform, motion_subspace_column, project_force
@@ -67,8 +65,7 @@ def crba_batch(body_int, model, ws, Q, H, threads):
     bi, bf = borrow(body_int), borrow(model)
     q_, h_ = borrow(Q), borrow(H)
     rows = q_.shape[0]
-    chunks = chunk_count(rows, threads)
-    workspaces, statuses = np.empty((chunks, ws.shape[0])), np.zeros(chunks, np.int64)
+    chunks, workspaces, statuses = chunk_setup(rows, threads, ws)
     for c in prange(chunks):
         w = chunk_workspace(workspaces, c, ws)
         for n in chunk_rows(c, chunks, rows):

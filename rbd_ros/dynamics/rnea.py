@@ -8,9 +8,7 @@
 Gravity enters as a fictitious base acceleration a_0 = -g (spatial_v2, Pinocchio).
 Body quantities live in body coordinates, in row i of the flat workspace ``ws`` (offset w).
 """
-import numpy as np
-
-from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, chunk_count, chunk_rows,
+from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, chunk_rows, chunk_setup,
                    chunk_workspace, first_failure, kernel, prange, signature)
 from .checks import (BAD_FEXT, OK, STATUS_STRIDE, configuration_status, has_nonfinite_2d,
                      state_status)
@@ -92,8 +90,7 @@ def rnea_batch(body_int, model, ws, Q, QD, QDD, F_EXT, TAU, threads):
     bi, bf = borrow(body_int), borrow(model)
     q_, qd_, qdd_, f_ext_, tau_ = borrow(Q), borrow(QD), borrow(QDD), borrow(F_EXT), borrow(TAU)
     rows = q_.shape[0]
-    chunks = chunk_count(rows, threads)
-    workspaces, statuses = np.empty((chunks, ws.shape[0])), np.zeros(chunks, np.int64)
+    chunks, workspaces, statuses = chunk_setup(rows, threads, ws)
     for c in prange(chunks):
         w = chunk_workspace(workspaces, c, ws)
         for n in chunk_rows(c, chunks, rows):
@@ -123,8 +120,7 @@ def gravity_rnea_batch(body_int, model, ws, Q, TAU, threads):
     bi, bf = borrow(body_int), borrow(model)
     q_, tau_ = borrow(Q), borrow(TAU)
     rows = q_.shape[0]
-    chunks = chunk_count(rows, threads)
-    workspaces, statuses = np.empty((chunks, ws.shape[0])), np.zeros(chunks, np.int64)
+    chunks, workspaces, statuses = chunk_setup(rows, threads, ws)
     for c in prange(chunks):
         w = chunk_workspace(workspaces, c, ws)
         for n in chunk_rows(c, chunks, rows):
