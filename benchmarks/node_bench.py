@@ -1,32 +1,37 @@
 """dynamics_node at 1 kHz against a bare rclpy relay, in one run.
 
-    .venv/bin/python -m benchmarks.node_bench [--smoke] [--duration S] [--transport shm|udp]
+    .venv/bin/python -m benchmarks.node_bench [--smoke] [--duration S] [--block S]
+                                              [--transport shm|udp]
 
 This process is the driver: it publishes a 7-joint ``sensor_msgs/JointState`` (position, velocity
-and effort) on ``joint_states`` at 1 kHz from an rclpy timer, stamped with the send time, and
-records when each output comes back (raw subscriptions, reliable and 1000 deep: it reads only the
-stamp, and a burst after a stall of the process under test is not dropped on its side). Against,
-in turn, other processes on the same transport, QoS and executor type:
+and effort) at 1 kHz from an rclpy timer, stamped with the send time, and records when each
+output comes back (raw subscriptions, reliable and 1000 deep: it reads only the stamp, and a
+burst after a stall of the process under test is not dropped on its side). Two processes under
+test run side by side, on the same transport, QoS and executor type:
 
-1. a bare rclpy relay (this module with ``--relay``): republishes every joint_states message it
-   receives as it is on two topics, nothing else -- the baseline of a plain rclpy node with
-   dynamics_node's two outputs per input, so that this driver receives the same message rate
-   from both (its receipts would otherwise queue behind twice as many messages in the node's
-   phase only);
+1. a bare rclpy relay (this module with ``--relay``): republishes every message it receives on
+   its input topic as it is on two topics, nothing else -- the baseline of a plain rclpy node
+   with dynamics_node's two outputs per input, so that this driver receives the same message
+   rate from both;
 2. ``dynamics_node`` (``python -m rbd_ros.dynamics_node``) on the bundled 7-DoF arm with gravity,
-   forward dynamics and diagnostics on: ``~/gravity_torques`` and ``~/forward_dynamics`` carry
-   the input's stamp;
-3. the relay again: its latency is pooled over half a window before and half after the node, so
-   that a drift of the machine's load during the run does not land on one side only.
+   forward dynamics and diagnostics on, reading ``joint_states``: ``~/gravity_torques`` and
+   ``~/forward_dynamics`` carry the input's stamp.
+
+The driver's messages go to one of the two at a time, in alternating blocks of ``--block`` s
+(1), until each has had ``--duration`` s (60) of input at 1 kHz; the other one idles meanwhile
+(its 1 Hz timers aside). Interleaving puts both under the same load of the machine: measured
+one after the other, 30 s apart, the relay's own p99 moved by up to 300 us on this 2-core VM,
+as much as the p99 target itself.
 
 Latency = receipt time - input stamp (one clock: both are taken in this process). Lost = sent
-in the measuring window and never received; how many of those never reached dynamics_node comes
+in a measuring block and never received; how many of those never reached dynamics_node comes
 from its own /diagnostics (messages_received). Added latency = dynamics_node - relay, percentile
-by percentile. CPU = utime + stime of the process over the measuring window (/proc/<pid>/stat),
-as % of one core; RSS sampled every second from /proc/<pid>/status after the warm-up. Start-up =
-process spawn to the first gravity torque received (driver publishing at 1 kHz throughout),
-median of 3 starts after one untimed start that warms any compile cache, with the time at which
-the node logged its model (up, before DDS discovery).
+by percentile. CPU = utime + stime of the process over its own blocks (/proc/<pid>/stat), as %
+of one core; the node's RSS is sampled every second from /proc/<pid>/status from the end of the
+warm-up to the end. Start-up = process spawn to the first gravity torque received (driver
+publishing at 1 kHz throughout), median of 3 starts after the run (whose untimed first start
+warms any compile cache), with the time at which the node logged its model (up, before DDS
+discovery).
 
 Everything stays on loopback (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST) on a private ROS domain
 id. ``--smoke`` runs for a few seconds and only checks that the machinery works (the test suite
@@ -58,6 +63,7 @@ NODE = 'rbd_dynamics'
 GRAVITY = f'/{NODE}/gravity_torques'
 FD = f'/{NODE}/forward_dynamics'
 RELAY_NODE = 'rbd_bench_relay'
+RELAY_IN = f'/{RELAY_NODE}/input'
 RELAY_OUT = f'/{RELAY_NODE}/joint_states'
 RELAY_OUT_2 = f'/{RELAY_NODE}/joint_states_2'
 CLK_TCK = os.sysconf('SC_CLK_TCK')
@@ -126,7 +132,7 @@ def rss_mb(pid: int) -> float:
 # --------------------------------------------------------------------------------------------
 
 def relay_main() -> int:
-    """A bare rclpy relay: every joint_states message is republished as it is, twice (two
+    """A bare rclpy relay: every JointState on RELAY_IN is republished as it is, twice (two
     topics, as dynamics_node publishes gravity then forward dynamics), on the same QoS profiles
     and the same executor type as dynamics_node. It is the plain relay a ROS user writes
     (typed messages in and out); dynamics_node's raw-bytes I/O is part of what is measured."""
@@ -144,7 +150,7 @@ def relay_main() -> int:
     def relay(msg: JointState):
         pub.publish(msg)
         pub_2.publish(msg)
-    node.create_subscription(JointState, 'joint_states', relay, joint_states_qos('sensor_data'))
+    node.create_subscription(JointState, RELAY_IN, relay, joint_states_qos('sensor_data'))
     executor = make_executor()
     executor.add_node(node)
     try:
@@ -175,16 +181,12 @@ class Receipts:
     def first(self) -> tuple[int, int]:
         return self.stamps[0], self.times[0]
 
-    def __add__(self, other: 'Receipts') -> 'Receipts':
-        both = Receipts()
-        both.stamps, both.times = self.stamps + other.stamps, self.times + other.times
-        return both
-
 
 class Driver:
-    """Publishes joint_states at ``rate`` Hz from a timer while ``sending``, records send stamps
-    and receipt times, samples RSS of ``watch_pid`` every second. Single-threaded: everything
-    runs in one executor that the main code spins with :meth:`spin_for` / :meth:`spin_until`."""
+    """Publishes a JointState at ``rate`` Hz from a timer to ``target`` ('node': joint_states,
+    'relay': RELAY_IN, None: nobody), records send stamps per target and receipt times, samples
+    RSS of ``watch_pid`` every second. Single-threaded: everything runs in one executor that the
+    main code spins with :meth:`spin_for` / :meth:`spin_until`."""
 
     def __init__(self, names: list[str], rate: float):
         import rclpy
@@ -199,9 +201,9 @@ class Driver:
         self.executor = make_executor(self.context)
         self.executor.add_node(self.node)
         # as a ros2_control joint_state_broadcaster publishes (reliable, keep last 10)
-        self.pub = self.node.create_publisher(
-            JointState, 'joint_states',
-            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self.pubs = {'node': self.node.create_publisher(JointState, 'joint_states', qos),
+                     'relay': self.node.create_publisher(JointState, RELAY_IN, qos)}
         n = len(names)
         self.msg = JointState(name=list(names))
         # a few hundred distinct, smooth states, cycled (no per-send allocation in the driver)
@@ -212,8 +214,8 @@ class Driver:
                 array.array('d', [0.8 * math.sin(s + 0.7 * i) for i in range(n)]),
                 array.array('d', [0.5 * math.cos(s + 0.3 * i) for i in range(n)]),
                 array.array('d', [2.0 * math.sin(2 * s + 0.5 * i) for i in range(n)])))
-        self.sending = False
-        self.sent = array.array('q')       # time_ns stamps of every message sent
+        self.target: str | None = None
+        self.sent = {k: array.array('q') for k in self.pubs}   # time_ns stamps of every send
         self.subs = []
         self.watch_pid: int | None = None
         self.rss: list[float] = []
@@ -224,7 +226,8 @@ class Driver:
         self.sampler = self.node.create_timer(1.0, self._sample)
 
     def _tick(self) -> None:
-        if not self.sending:
+        target = self.target
+        if target is None:
             return
         msg = self.msg
         msg.position, msg.velocity, msg.effort = self.states[self._k % 500]
@@ -232,8 +235,8 @@ class Driver:
         t = time.time_ns()
         stamp = msg.header.stamp
         stamp.sec, stamp.nanosec = divmod(t, 1_000_000_000)
-        self.pub.publish(msg)
-        self.sent.append(t)
+        self.pubs[target].publish(msg)
+        self.sent[target].append(t)
 
     def _sample(self) -> None:
         if self.watch_pid is not None:
@@ -388,82 +391,86 @@ def latency_stats(sent_window, box: 'Receipts') -> dict:
     return out
 
 
-def run_phase(driver: Driver, child: Child, topics: dict, *, warmup: float, duration: float,
-              first_timeout: float, first_topic: str, say, diagnostics: str | None = None) -> dict:
-    """Publish at the driver rate from spawn on; wait for the first ``first_topic`` message
-    (start-up), warm up, then measure for ``duration`` s: latency per topic, CPU and RSS of the
-    child over the window. With ``diagnostics`` (a node name), also how many joint_states the
-    node says it received, from its /diagnostics."""
-    boxes = {topic: driver.listen(msg_type, topic) for topic, msg_type in topics.items()}
-    diag = driver.listen_diagnostics(diagnostics) if diagnostics else None
-    i_spawn = len(driver.sent)
-    driver.sending = True
-    ok = driver.spin_until(lambda: boxes[first_topic] or not child.alive(), first_timeout)
+def wait_first(driver: Driver, child: Child, target: str, box: 'Receipts',
+               timeout: float) -> float:
+    """Drive ``target`` until ``box`` holds a message; seconds from spawn to its receipt."""
+    driver.target = target
+    try:
+        ok = driver.spin_until(lambda: box or not child.alive(), timeout)
+    finally:
+        driver.target = None
     if not ok or not child.alive():
-        driver.sending = False
-        driver.unlisten()
-        raise PhaseError(f'no message on {first_topic} within {first_timeout:.0f} s '
-                         f'(process {"running" if child.alive() else "exited"}); its log:\n'
-                         + child.tail())
-    first_stamp, first_receipt = boxes[first_topic].first()
-    startup = (first_receipt - child.t_spawn_ns) / 1e9
-    say(f'  first message on {first_topic} {startup:.2f} s after spawn; warming up {warmup:g} s')
-    driver.spin_for(warmup)
-    driver.rss, driver.watch_pid = [rss_mb(child.pid)], child.pid
-    cpu0, t0 = cpu_seconds(child.pid), time.monotonic()
-    i0 = len(driver.sent)
-    say(f'  measuring {duration:g} s')
-    driver.spin_for(duration)
-    cpu1, t1 = cpu_seconds(child.pid), time.monotonic()
-    i1 = len(driver.sent)
-    driver.rss.append(rss_mb(child.pid))
+        raise PhaseError(f'no answer from {target} within {timeout:.0f} s (process '
+                         f'{"running" if child.alive() else "exited"}); its log:\n' + child.tail())
+    return (box.first()[1] - child.t_spawn_ns) / 1e9
+
+
+def run_interleaved(driver: Driver, children: dict, *, warmup: float, duration: float,
+                    block: float, say) -> dict:
+    """Drive the running ``children`` ({target: Child}) in turn, ``block`` s each: ``warmup`` s
+    unrecorded, then until each has had ``duration`` s. Returns per target the stamps sent in
+    its blocks (all, and the first and second half of the run apart), and its CPU use over its
+    own blocks. RSS of the node is sampled meanwhile (driver.rss)."""
+    def alive():
+        for target, child in children.items():
+            if not child.alive():
+                raise PhaseError(f'{target} exited; its log:\n' + child.tail())
+
+    targets = list(children)
+    t_end, k = time.monotonic() + warmup, 0
+    while time.monotonic() < t_end:
+        driver.target = targets[k % len(targets)]
+        driver.spin_for(min(block, max(0.0, t_end - time.monotonic())))
+        alive()
+        k += 1
+    driver.rss, driver.watch_pid = [rss_mb(children['node'].pid)], children['node'].pid
+    blocks = max(2, round(duration / block))
+    sent = {t: [] for t in targets}            # per block: the stamps sent in it
+    cpu, wall = dict.fromkeys(targets, 0.0), dict.fromkeys(targets, 0.0)
+    say(f'  measuring: {blocks} blocks of {block:g} s each, alternating')
+    for _ in range(blocks):
+        for target in targets:
+            pid = children[target].pid
+            driver.target = target
+            i0, c0, t0 = len(driver.sent[target]), cpu_seconds(pid), time.monotonic()
+            driver.spin_for(block)
+            i1, c1, t1 = len(driver.sent[target]), cpu_seconds(pid), time.monotonic()
+            sent[target].append(driver.sent[target][i0:i1])
+            cpu[target] += c1 - c0
+            wall[target] += t1 - t0
+        alive()
+    driver.target = None
+    driver.rss.append(rss_mb(children['node'].pid))
     driver.watch_pid = None
-    driver.sending = False
-    i_stop = len(driver.sent)
-    # drain: late outputs still count as received; and one more /diagnostics (1 Hz) comes
-    driver.spin_for(1.5 if diagnostics else 1.0)
-    window = driver.sent[i0:i1]
-    result = {'startup_s': startup, 'cpu_pct': 100.0 * (cpu1 - cpu0) / (t1 - t0),
-              'cpu_s': cpu1 - cpu0, 'rss': list(driver.rss), 'window_s': t1 - t0,
-              'send_rate_hz': len(window) / (t1 - t0), 'window': window,
-              'boxes': boxes,
-              'topics': {topic: latency_stats(window, box) for topic, box in boxes.items()}}
-    if diag is not None:
-        # every message the node received produced an output, so from the first one on
-        # (first_stamp) whatever the node did not count was lost on its input. The node also
-        # counts the few messages in flight before its first output reached us, so the
-        # difference can dip below zero: clamp it (a loss is never negative).
-        sent = sum(1 for t in driver.sent[i_spawn:i_stop] if t >= first_stamp)
-        got = int(diag.get('messages_received', -1))
-        result['node'] = dict(diag, sent_since_first=sent,
-                              input_lost=max(0, sent - got) if got >= 0 else None)
-    driver.unlisten()
-    return result
+
+    def joined(parts):
+        out = array.array('q')
+        for part in parts:
+            out += part
+        return out
+    half = blocks // 2
+    return {t: {'window': joined(sent[t]),
+                'halves': (joined(sent[t][:half]), joined(sent[t][half:])),
+                'cpu_pct': 100.0 * cpu[t] / wall[t], 'window_s': wall[t],
+                'send_rate_hz': sum(len(p) for p in sent[t]) / wall[t]}
+            for t in targets}
 
 
-def pooled(a: dict, b: dict) -> dict:
-    """Two runs of the same process kind as one: latency over both windows, CPU over both."""
-    window = a['window'] + b['window']
-    topics = {topic: latency_stats(window, a['boxes'][topic] + b['boxes'][topic])
-              for topic in a['topics']}
-    return dict(a, topics=topics, window=window,
-                cpu_pct=100.0 * (a['cpu_s'] + b['cpu_s']) / (a['window_s'] + b['window_s']),
-                send_rate_hz=(len(a['window']) + len(b['window']))
-                / (a['window_s'] + b['window_s']), halves=(a, b))
+def summarize(run: dict, boxes: dict) -> dict:
+    """Latency and loss per topic of one target's run, over all its blocks and per half."""
+    return dict(run, topics={topic: latency_stats(run['window'], box)
+                             for topic, box in boxes.items()},
+                halves=tuple({topic: latency_stats(h, box) for topic, box in boxes.items()}
+                             for h in run['halves']))
 
 
 def time_to_first(driver: Driver, child: Child, topic: str, msg_type, timeout: float) -> float:
     """Seconds from spawn to the first message on ``topic`` (driver publishing meanwhile)."""
     box = driver.listen(msg_type, topic)
-    driver.sending = True
     try:
-        ok = driver.spin_until(lambda: box or not child.alive(), timeout)
+        return wait_first(driver, child, 'node', box, timeout)
     finally:
-        driver.sending = False
         driver.unlisten()
-    if not ok or not box:
-        raise PhaseError(f'no message on {topic} within {timeout:.0f} s; its log:\n' + child.tail())
-    return (box.first()[1] - child.t_spawn_ns) / 1e9
 
 
 # --------------------------------------------------------------------------------------------
@@ -528,24 +535,25 @@ def report(info: dict, relay: dict, dyn: dict, starts: list[float], out=print) -
         f"{info['rmw']}, transport {info['transport']}, executor {info['executor']} (every "
         f"process); ROS_DOMAIN_ID {info['domain']}, localhost discovery")
     out(f"driver: {len(info['names'])}-joint JointState (position, velocity, effort) at "
-        f"{info['rate']:.0f} Hz; after a {info['warmup']:g} s warm-up, the relay for "
-        f"{info['duration'] / 2:g} s, dynamics_node for {info['duration']:g} s, the relay again "
-        f"for {info['duration'] / 2:g} s; load average before / after: {info['load_before']} / "
-        f"{info['load_after']}")
+        f"{info['rate']:.0f} Hz to the relay and dynamics_node (both running) in turn, "
+        f"{info['block']:g} s blocks, {info['duration']:g} s each after a {info['warmup']:g} s "
+        f"warm-up; load average before / after: {info['load_before']} / {info['load_after']}")
     out('')
     out('| measurement | bare relay | dynamics_node | added | target | met |')
     out('|---|---:|---:|---:|---:|:---:|')
     for row in rows:
         out('| ' + ' | '.join(row) + ' |')
     out('')
-    ha, hb = relay['halves']
-    out(f"relay p50 / p99 before and after dynamics_node: {fmt(ha['topics'][RELAY_OUT]['p50'])} / "
-        f"{fmt(ha['topics'][RELAY_OUT]['p99'])} us and {fmt(hb['topics'][RELAY_OUT]['p50'])} / "
-        f"{fmt(hb['topics'][RELAY_OUT]['p99'])} us. Start-ups (s): "
+    (ra, rb), (ga, gb) = ([h[topic] for h in run['halves']]
+                          for run, topic in ((relay, RELAY_OUT), (dyn, GRAVITY)))
+    out(f"p50 / p99 in the first and the second half of the run, us: relay {fmt(ra['p50'])} / "
+        f"{fmt(ra['p99'])} and {fmt(rb['p50'])} / {fmt(rb['p99'])}; dynamics_node "
+        f"{fmt(ga['p50'])} / {fmt(ga['p99'])} and {fmt(gb['p50'])} / {fmt(gb['p99'])} (added "
+        f"p99 {fmt(ga['p99'] - ra['p99'])} and {fmt(gb['p99'] - rb['p99'])}). Start-ups (s): "
         f"{', '.join(f'{s:.2f}' for s in starts)} (node up, model loaded, after "
         f"{', '.join(fmt(s, 2) for s in info.get('ready', []))}: the rest is DDS discovery and "
         f"the first message); first start of the run (untimed, may fill a "
-        f"compile cache): {dyn['startup_s']:.2f} s. Driver CPU: {info['driver_cpu_pct']:.0f}% "
+        f"compile cache, relay already running): {dyn['startup_s']:.2f} s. Driver CPU: {info['driver_cpu_pct']:.0f}% "
         f"of one core.")
     return rows
 
@@ -554,8 +562,8 @@ def report(info: dict, relay: dict, dyn: dict, starts: list[float], out=print) -
 # Main
 # --------------------------------------------------------------------------------------------
 
-def run(duration: float, warmup: float, starts: int, transport: str, rate: float = 1000.0,
-        out=print) -> int:
+def run(duration: float, warmup: float, starts: int, transport: str, block: float = 1.0,
+        rate: float = 1000.0, out=print) -> int:
     def say(text):
         print(text, file=sys.stderr, flush=True)
 
@@ -575,7 +583,7 @@ def run(duration: float, warmup: float, starts: int, transport: str, rate: float
                     f'{platform.platform(terse=True)}',
                     python=platform.python_version(), rclpy=rclpy_version,
                     executor=type(driver.executor).__name__, names=names, rate=rate,
-                    warmup=warmup, duration=duration,
+                    warmup=warmup, duration=duration, block=block,
                     load_before=' '.join(f'{x:.2f}' for x in os.getloadavg()))
         cpu_self0, t_self0 = time.process_time(), time.monotonic()
         # the driver's receipts are in arrays and it makes no reference cycles: no collector
@@ -587,31 +595,42 @@ def run(duration: float, warmup: float, starts: int, transport: str, rate: float
                      '--params-file', params]
         relay_argv = [sys.executable, '-m', 'benchmarks.node_bench', '--relay']
 
-        def relay_phase(k):
-            proc = Child(relay_argv, os.path.join(tmp, f'relay_{k}.log'))
-            try:
-                return run_phase(driver, proc, {RELAY_OUT: JointState, RELAY_OUT_2: JointState},
-                                 warmup=warmup,
-                                 duration=duration / 2, first_timeout=60, first_topic=RELAY_OUT,
-                                 say=say)
-            finally:
-                proc.stop()
-
+        children = {}
         try:
-            say(f'[node_bench] domain {env_info["domain"]}, transport {transport}; '
-                f'1/4 bare relay')
-            relay_a = relay_phase(0)
-            say('[node_bench] 2/4 dynamics_node')
-            node = Child(node_argv, os.path.join(tmp, 'dynamics_0.log'))
-            try:
-                dyn = run_phase(driver, node, {GRAVITY: JointState, FD: JointTrajectory},
-                                warmup=warmup, duration=duration, first_timeout=180,
-                                first_topic=GRAVITY, say=say, diagnostics=NODE)
-            finally:
-                node.stop()
-            say('[node_bench] 3/4 bare relay again')
-            relay = pooled(relay_a, relay_phase(1))
-            say(f'[node_bench] 4/4 start-up x{starts}')
+            say(f'[node_bench] domain {env_info["domain"]}, transport {transport}; 1/3 start '
+                f'the bare relay and dynamics_node')
+            boxes = {'relay': {RELAY_OUT: driver.listen(JointState, RELAY_OUT),
+                               RELAY_OUT_2: driver.listen(JointState, RELAY_OUT_2)},
+                     'node': {GRAVITY: driver.listen(JointState, GRAVITY),
+                              FD: driver.listen(JointTrajectory, FD)}}
+            diag = driver.listen_diagnostics(NODE)
+            # one after the other: their start-ups would compete for the cores
+            children['relay'] = Child(relay_argv, os.path.join(tmp, 'relay.log'))
+            wait_first(driver, children['relay'], 'relay', boxes['relay'][RELAY_OUT], 60)
+            children['node'] = Child(node_argv, os.path.join(tmp, 'dynamics_0.log'))
+            first_startup = wait_first(driver, children['node'], 'node', boxes['node'][GRAVITY],
+                                       180)
+            first_stamp = boxes['node'][GRAVITY].first()[0]
+            say(f'  first torque {first_startup:.2f} s after spawn; warming up {warmup:g} s')
+            say('[node_bench] 2/3 relay and dynamics_node in turn')
+            runs = run_interleaved(driver, children, warmup=warmup, duration=duration,
+                                   block=block, say=say)
+            driver.spin_for(1.5)   # late outputs still count; one more /diagnostics (1 Hz)
+            relay = summarize(runs['relay'], boxes['relay'])
+            dyn = summarize(runs['node'], boxes['node'])
+            dyn.update(rss=list(driver.rss), startup_s=first_startup)
+            # every message the node received produced an output, so from the first one on
+            # (first_stamp) whatever the node did not count was lost on its input. The node
+            # also counts the few messages in flight before its first output reached us, so
+            # the difference can dip below zero: clamp it (a loss is never negative).
+            sent = sum(1 for t in driver.sent['node'] if t >= first_stamp)
+            got = int(diag.get('messages_received', -1))
+            dyn['node'] = dict(diag, sent_since_first=sent,
+                               input_lost=max(0, sent - got) if got >= 0 else None)
+            driver.unlisten()
+            for child in children.values():
+                child.stop()
+            say(f'[node_bench] 3/3 start-up x{starts}')
             times, ready = [], []
             for k in range(starts):
                 driver.spin_for(0.5)
@@ -627,6 +646,8 @@ def run(duration: float, warmup: float, starts: int, transport: str, rate: float
             info['ready'] = ready
         except PhaseError as exc:
             say(f'[node_bench] FAILED: {exc}')
+            for child in children.values():
+                child.stop()
             driver.close()
             gc.enable()
             return 1
@@ -646,7 +667,10 @@ def main(argv=None) -> int:
     parser.add_argument('--duration', type=float, default=None,
                         help='measuring window per process, s (default 60; smoke 1)')
     parser.add_argument('--warmup', type=float, default=None,
-                        help='s at 1 kHz before each window (default 5; smoke 0.5)')
+                        help='s of alternating input before measuring (default 10; smoke 0.5)')
+    parser.add_argument('--block', type=float, default=None,
+                        help='s of input to one process before switching (default 1; smoke '
+                        '0.25)')
     parser.add_argument('--starts', type=int, default=None,
                         help='timed start-ups (default 3; smoke 1)')
     parser.add_argument('--transport', choices=('shm', 'udp'), default=None,
@@ -657,9 +681,10 @@ def main(argv=None) -> int:
     if args.relay:
         return relay_main()
     duration = args.duration if args.duration is not None else (1.0 if args.smoke else 60.0)
-    warmup = args.warmup if args.warmup is not None else (0.5 if args.smoke else 5.0)
+    warmup = args.warmup if args.warmup is not None else (0.5 if args.smoke else 10.0)
+    block = args.block if args.block is not None else (0.25 if args.smoke else 1.0)
     starts = args.starts if args.starts is not None else (1 if args.smoke else 3)
-    return run(duration, warmup, starts, args.transport or default_transport())
+    return run(duration, warmup, starts, args.transport or default_transport(), block)
 
 
 if __name__ == '__main__':
