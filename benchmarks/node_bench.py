@@ -665,7 +665,7 @@ def main(argv=None) -> int:
     parser.add_argument('--smoke', action='store_true',
                         help='a few seconds in all (the test suite runs this)')
     parser.add_argument('--duration', type=float, default=None,
-                        help='measuring window per process, s (default 60; smoke 1)')
+                        help='s of 1 kHz input per process (default 60; smoke 1)')
     parser.add_argument('--warmup', type=float, default=None,
                         help='s of alternating input before measuring (default 10; smoke 0.5)')
     parser.add_argument('--block', type=float, default=None,
