@@ -544,17 +544,17 @@ def report(info: dict, relay: dict, dyn: dict, starts: list[float], out=print) -
     for row in rows:
         out('| ' + ' | '.join(row) + ' |')
     out('')
-    (ra, rb), (ga, gb) = ([h[topic] for h in run['halves']]
-                          for run, topic in ((relay, RELAY_OUT), (dyn, GRAVITY)))
+    (ra, rb), (ga, gb) = ([h[topic] for h in result['halves']]
+                          for result, topic in ((relay, RELAY_OUT), (dyn, GRAVITY)))
     out(f"p50 / p99 in the first and the second half of the run, us: relay {fmt(ra['p50'])} / "
         f"{fmt(ra['p99'])} and {fmt(rb['p50'])} / {fmt(rb['p99'])}; dynamics_node "
         f"{fmt(ga['p50'])} / {fmt(ga['p99'])} and {fmt(gb['p50'])} / {fmt(gb['p99'])} (added "
         f"p99 {fmt(ga['p99'] - ra['p99'])} and {fmt(gb['p99'] - rb['p99'])}). Start-ups (s): "
         f"{', '.join(f'{s:.2f}' for s in starts)} (node up, model loaded, after "
         f"{', '.join(fmt(s, 2) for s in info.get('ready', []))}: the rest is DDS discovery and "
-        f"the first message); first start of the run (untimed, may fill a "
-        f"compile cache, relay already running): {dyn['startup_s']:.2f} s. Driver CPU: {info['driver_cpu_pct']:.0f}% "
-        f"of one core.")
+        f"the first message); first start of the run (untimed, may fill a compile cache, "
+        f"relay already running): {dyn['startup_s']:.2f} s. Driver CPU: "
+        f"{info['driver_cpu_pct']:.0f}% of one core.")
     return rows
 
 
