@@ -8,6 +8,7 @@ Context; nodes under test and the test's own probe node spin in a background exe
 from __future__ import annotations
 
 import os
+import pathlib
 import tempfile
 import threading
 import time
@@ -22,6 +23,22 @@ os.environ.setdefault('FASTDDS_BUILTIN_TRANSPORTS', 'UDPv4')
 if not os.environ.get('ROS_LOG_DIR'):
     os.environ['ROS_LOG_DIR'] = tempfile.mkdtemp(prefix='rbd_ros_test_log_')
 warnings.filterwarnings('ignore', category=DeprecationWarning, module='lark')
+
+# the robots the ROS tests load, as robot_description texts
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+ARM = (ROOT / 'rbd_ros' / 'robots' / 'rbd_arm7.urdf').read_text()
+TREE3 = (ROOT / 'test' / 'data' / 'ros' / 'tree3.urdf').read_text()
+QUAD2 = (ROOT / 'test' / 'data' / 'ros' / 'quad2.urdf').read_text()
+
+
+def js(names, position=(), velocity=(), effort=(), sec=0, nanosec=0):
+    """A sensor_msgs/JointState with the given fields and header stamp."""
+    from builtin_interfaces.msg import Time
+    from sensor_msgs.msg import JointState
+    msg = JointState(name=list(names), position=[float(x) for x in position],
+                     velocity=[float(x) for x in velocity], effort=[float(x) for x in effort])
+    msg.header.stamp = Time(sec=sec, nanosec=nanosec)
+    return msg
 
 
 def pytest_configure(config):

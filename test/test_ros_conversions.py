@@ -1,7 +1,6 @@
 """rbd_ros.ros_conversions without DDS: model snapshot, joint-state merging and validation,
 quaternion conversion, parameter validation."""
 import math
-import pathlib
 
 import numpy as np
 import pytest
@@ -12,18 +11,9 @@ from builtin_interfaces.msg import Time  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 import rbd_ros.dynamics as rbd  # noqa: E402
+from conftest import QUAD2, TREE3, js  # noqa: E402
 from rbd_ros import ros_conversions as rc  # noqa: E402
 
-DATA = pathlib.Path(__file__).parent / 'data' / 'ros'
-TREE3 = (DATA / 'tree3.urdf').read_text()
-QUAD2 = (DATA / 'quad2.urdf').read_text()
-
-
-def js(names, position=(), velocity=(), effort=(), sec=0, nanosec=0):
-    msg = JointState(name=list(names), position=[float(x) for x in position],
-                     velocity=[float(x) for x in velocity], effort=[float(x) for x in effort])
-    msg.header.stamp = Time(sec=sec, nanosec=nanosec)
-    return msg
 
 
 def test_load_model_indices_match_core():

@@ -1,7 +1,6 @@
 """dynamics_node over real DDS (loopback, private domain): what it publishes equals the core
 functions for the same inputs; bad input is rejected and counted; models swap atomically."""
 import math
-import pathlib
 import random
 
 import numpy as np
@@ -19,16 +18,12 @@ from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 import rbd_ros.dynamics as rbd  # noqa: E402
-from conftest import publish_until, wait_until  # noqa: E402
+from conftest import ARM, QUAD2, TREE3, js, publish_until, wait_until  # noqa: E402
 from rbd_ros.dynamics_node import DynamicsNode  # noqa: E402
 from rbd_ros.ros_conversions import LATCHED_QOS  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-ARM = (ROOT / 'rbd_ros' / 'robots' / 'rbd_arm7.urdf').read_text()
-TREE3 = (ROOT / 'test' / 'data' / 'ros' / 'tree3.urdf').read_text()
-QUAD2 = (ROOT / 'test' / 'data' / 'ros' / 'quad2.urdf').read_text()
 GRAVITY = '/rbd_dynamics/gravity_torques'
 FD = '/rbd_dynamics/forward_dynamics'
 ID = '/rbd_dynamics/inverse_dynamics'
@@ -36,13 +31,6 @@ CMD = '/rbd_dynamics/effort_commands'
 
 BEST_EFFORT = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-
-
-def js(names, position=(), velocity=(), effort=(), sec=0, nanosec=0):
-    msg = JointState(name=list(names), position=[float(x) for x in position],
-                     velocity=[float(x) for x in velocity], effort=[float(x) for x in effort])
-    msg.header.stamp = Time(sec=sec, nanosec=nanosec)
-    return msg
 
 
 def by_name(names, values):

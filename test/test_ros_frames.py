@@ -1,35 +1,23 @@
 """frames_node over real DDS: /tf and /tf_static compose to frame_poses for every link."""
-import pathlib
 
 import numpy as np
 import pytest
 
 pytest.importorskip('rclpy')
 
-from builtin_interfaces.msg import Time  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 import rbd_ros.dynamics as rbd  # noqa: E402
-from conftest import publish_until, wait_until  # noqa: E402
+from conftest import ARM, QUAD2, TREE3, js, publish_until, wait_until  # noqa: E402
 from rbd_ros.frames_node import FramesNode  # noqa: E402
 from rbd_ros.ros_conversions import LATCHED_QOS, TF_QOS, transform_to_matrix  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-ARM = (ROOT / 'rbd_ros' / 'robots' / 'rbd_arm7.urdf').read_text()
-TREE3 = (ROOT / 'test' / 'data' / 'ros' / 'tree3.urdf').read_text()
-QUAD2 = (ROOT / 'test' / 'data' / 'ros' / 'quad2.urdf').read_text()
 BEST_EFFORT = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
-
-
-def js(names, position, sec=0):
-    msg = JointState(name=list(names), position=[float(x) for x in position])
-    msg.header.stamp = Time(sec=sec)
-    return msg
 
 
 def world_poses(transforms, prefix=''):

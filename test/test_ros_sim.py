@@ -1,7 +1,6 @@
 """sim_node over real DDS: the closed loop with dynamics_node holds the arm; commands, limits,
 reset, clock, bad commands."""
 import math
-import pathlib
 
 import numpy as np
 import pytest
@@ -15,15 +14,13 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 import rbd_ros.dynamics as rbd  # noqa: E402
-from conftest import wait_until  # noqa: E402
+from conftest import ARM, wait_until  # noqa: E402
 from rbd_ros.bringup import CLOSE_LOOP_REMAP  # noqa: E402
 from rbd_ros.dynamics_node import DynamicsNode  # noqa: E402
 from rbd_ros.sim_node import SimNode  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-ARM = (ROOT / 'rbd_ros' / 'robots' / 'rbd_arm7.urdf').read_text()
 POSE = [0.3, 0.7, -0.4, 1.2, 0.5, -0.8, 0.2]   # non-trivial: every gravity torque non-zero
 NAMES = [f'joint_{i}' for i in range(1, 8)]
 
