@@ -211,7 +211,6 @@ def congruence(E, m00, m01, m02, m10, m11, m12, m20, m21, m22):
             t20 * E[6] + t21 * E[7] + t22 * E[8])
 
 
-
 @inline_kernel
 def add_inertia_to_parent(X, x, Y, y, acc, a):
     """acc += X^* Y X: a child 10-parameter inertia expressed in the parent frame.
