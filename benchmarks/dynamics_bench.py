@@ -6,6 +6,13 @@ Per-call medians (single configuration, from Python) for inverse_dynamics, gravi
 mass_matrix, forward_dynamics and frame_poses on the bundled 7-DoF arm and the 43-joint
 floating-base G1 humanoid (nv = 49), then batched throughput (N configurations in one call)
 against a Python loop of Pinocchio calls over the same configurations.
+
+Each row times calls that do the same work. Pinocchio's rnea, computeGeneralizedGravity, crba
+and aba return a new numpy array, as ours do. Its framesForwardKinematics returns nothing: it
+overwrites data.oMf, so the ``frame_poses`` row times ours in place (``out=``). The row
+``frame_poses, new result`` times ours returning new arrays against Pinocchio's call followed
+by ``data.oMf[f].homogeneous`` for every link, which is how Python gets the poses from it. A
+line under the table gives the third pairing, our new result against Pinocchio's bare call.
 """
 import argparse
 import os
@@ -69,6 +76,14 @@ def pinocchio_state(pm, model, q, v):
     return qp, vp
 
 
+def pinocchio_link_poses(pin, pm, pd, qp, link_ids):
+    """Every link's world pose from Pinocchio as numpy arrays: its call, then a read of
+    data.oMf (a C++ vector of SE3) for each link."""
+    pin.framesForwardKinematics(pm, pd, qp)
+    oMf = pd.oMf
+    return [oMf[f].homogeneous for f in link_ids]
+
+
 def run(smoke=False, out=print):
     import pinocchio as pin
     seconds = 0.05 if smoke else 1.0
@@ -78,7 +93,7 @@ def run(smoke=False, out=print):
     out('')
     out('| function | robot | rbd_ros us | Pinocchio us | ratio |')
     out('|---|---|---:|---:|---:|')
-    rows, batch_rows = [], []
+    rows, batch_rows, unlike = [], [], []
     for label, path, floating in ROBOTS:
         model = rbd.Model.from_urdf(path, floating_base=floating)
         pm = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
@@ -88,6 +103,12 @@ def run(smoke=False, out=print):
         q, v, a = model.random_configuration(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
         qp, vp = pinocchio_state(pm, model, q, v)
         poses = rbd.frame_poses(model, q)
+        link_ids = [pm.getFrameId(name, pin.BODY) for name in model.frame_names]
+        # the two sides of a row must give the same poses, or the row compares nothing
+        pin_poses = np.array(pinocchio_link_poses(pin, pm, pd, qp, link_ids))
+        if not np.allclose(pin_poses, poses.array, rtol=0, atol=1e-9):
+            raise RuntimeError(f'{label}: Pinocchio and rbd_ros frame poses differ by '
+                               f'{np.abs(pin_poses - poses.array).max():.3g}')
         _, ap = pinocchio_state(pm, model, q, a)
         cases = [
             ('inverse_dynamics', lambda: rbd.inverse_dynamics(model, q, v, a),
@@ -97,16 +118,21 @@ def run(smoke=False, out=print):
             ('mass_matrix', lambda: rbd.mass_matrix(model, q), lambda: pin.crba(pm, pd, qp)),
             ('forward_dynamics', lambda: rbd.forward_dynamics(model, q, v, a),
              lambda: pin.aba(pm, pd, qp, vp, ap)),
-            ('frame_poses', lambda: rbd.frame_poses(model, q),
+            # both fill storage allocated once (Pinocchio: data.oMf)
+            ('frame_poses', lambda: rbd.frame_poses(model, q, out=poses),
              lambda: pin.framesForwardKinematics(pm, pd, qp)),
-            # in place, like Pinocchio's own call (which overwrites data.oMf)
-            ('frame_poses, out=', lambda: rbd.frame_poses(model, q, out=poses),
-             lambda: pin.framesForwardKinematics(pm, pd, qp)),
+            # both hand Python new arrays of every link's pose
+            ('frame_poses, new result', lambda: rbd.frame_poses(model, q),
+             lambda: pinocchio_link_poses(pin, pm, pd, qp, link_ids)),
         ]
         for name, ours, theirs in cases:
             t_ours, t_pin = side_by_side_us([ours, theirs], 2 * seconds)
             rows.append((name, label, t_ours, t_pin))
             out(f'| {name} | {label} | {t_ours:.2f} | {t_pin:.2f} | {t_ours / t_pin:.2f} |')
+        t_ours, t_pin = side_by_side_us([lambda: rbd.frame_poses(model, q),
+                                         lambda: pin.framesForwardKinematics(pm, pd, qp)],
+                                        2 * seconds)
+        unlike.append((label, t_ours, t_pin))
         Q = np.stack([model.random_configuration(rng) for _ in range(batch)])
         V, A = rng.normal(size=(batch, model.nv)), rng.normal(size=(batch, model.nv))
         P = [pinocchio_state(pm, model, Q[n], V[n]) + (pinocchio_state(pm, model, Q[n], A[n])[1],)
@@ -122,6 +148,11 @@ def run(smoke=False, out=print):
         for name, ours, theirs in batched:
             t_ours, t_pin = (t / batch for t in side_by_side_us([ours, theirs], 2 * seconds))
             batch_rows.append((name, label, t_ours, t_pin))
+    out('')
+    for label, t_ours, t_pin in unlike:
+        out(f'Not like for like, {label}: frame_poses returning a new result, {t_ours:.2f} us, '
+            f'against framesForwardKinematics, which returns nothing, {t_pin:.2f} us: '
+            f'ratio {t_ours / t_pin:.2f}.')
     out('')
     out(f'Batched, N = {batch} configurations per call (throughput in thousand configurations/s):')
     out('')

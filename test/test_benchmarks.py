@@ -34,7 +34,7 @@ def test_dynamics_bench_smoke():
     assert ['function', 'robot', 'rbd_ros k/s', 'Pinocchio loop k/s', 'speed-up'] in rows
     names = {row[0] for row in rows}
     for function in ('inverse_dynamics', 'gravity_torques', 'mass_matrix', 'forward_dynamics',
-                     'frame_poses'):
+                     'frame_poses', 'frame_poses, new result'):
         assert function in names, result.stdout
 
 
