@@ -54,7 +54,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 
 from benchmarks.isolation import private_domain_id
 
@@ -107,14 +106,6 @@ def default_transport() -> str:
     /dev/shm segments are left behind), else shm (Fast DDS's default on one host)."""
     return 'udp' if os.environ.get('FASTDDS_BUILTIN_TRANSPORTS', '').upper() == 'UDPV4' \
         else 'shm'
-
-
-def joint_names(urdf: pathlib.Path) -> list[str]:
-    """Single-DoF, non-mimic joints of the URDF in document order (the JointState joints)."""
-    root = ET.parse(urdf).getroot()
-    return [j.get('name') for j in root.findall('joint')
-            if j.get('type') in ('revolute', 'continuous', 'prismatic')
-            and j.find('mimic') is None]
 
 
 # --------------------------------------------------------------------------------------------
@@ -585,12 +576,15 @@ def run(duration: float, warmup: float, starts: int, transport: str, block: floa
         from importlib.metadata import PackageNotFoundError, version
         from sensor_msgs.msg import JointState
         from trajectory_msgs.msg import JointTrajectory
+
+        from rbd_ros.ros_conversions import load_model
         try:
             rclpy_version = version('ros-rclpy')
         except PackageNotFoundError:
             rclpy_version = '?'
 
-        names = joint_names(ARM_URDF)
+        # the JointState joints, as dynamics_node itself reads them from the URDF
+        names = list(load_model(ARM_URDF.read_text(), False, (0.0, 0.0, -9.81)).joint_names)
         driver = Driver(names, rate)
         info = dict(env_info, machine=f'{platform.machine()}, {os.cpu_count()} cores, '
                     f'{platform.platform(terse=True)}',
