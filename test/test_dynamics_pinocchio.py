@@ -113,3 +113,32 @@ def test_integrate_matches_pinocchio(case):
                 assert min(close(mine[3:], other[3:]), close(mine[3:], -other[3:])) < TOL
             else:
                 assert close(mine, other) < TOL, info.name
+
+
+def test_armature_matches_pinocchio(case):
+    """Armature (reflected rotor inertia) adds to M's diagonal in RNEA, CRBA, ABA and the
+    kinetic energy, as Pinocchio's model.armature does."""
+    model, oracle, s, f_ext = case
+    rng = np.random.default_rng(11)
+    moving = [j.name for j in model.joints if j.nv and j.name != rbd.FLOATING_BASE_JOINT] + \
+        [j.name for j in model.joints if j.mimic is not None]
+    armature = {name: float(rng.uniform(0.01, 0.5)) for name in moving}
+    geared = model.with_armature(armature)
+    for jid in range(1, oracle.pm.njoints):
+        name = oracle.pm.names[jid]
+        jm = oracle.pm.joints[jid]
+        oracle.pm.armature[jm.idx_v:jm.idx_v + jm.nv] = armature.get(name, 0.0)
+    oracle.pd = oracle.pm.createData()
+    oracle.model = geared
+    q, v, a, tau = s['q'], s['v'], s['a'], s['tau']
+    assert close(np.diag(oracle.mass_matrix(q) - rbd.mass_matrix(model, q)), geared.armature) < TOL
+    assert close(rbd.inverse_dynamics(geared, q, v, a), oracle.inverse_dynamics(q, v, a)) < TOL
+    assert close(rbd.mass_matrix(geared, q), oracle.mass_matrix(q)) < TOL
+    expected = oracle.forward_dynamics(q, v, tau, f_ext)
+    assert close(rbd.forward_dynamics(geared, q, v, tau, f_ext), expected) < TOL
+    assert close(rbd.forward_dynamics(geared, q, v, tau, f_ext, method='crba'), expected) < TOL
+    assert close(rbd.inverse_dynamics(geared, q, v, rbd.forward_dynamics(geared, q, v, tau)),
+                 tau) < TOL
+    M = rbd.mass_matrix(geared, q)
+    assert close(rbd.kinetic_energy(geared, q, v), 0.5 * v @ M @ v) < TOL
+    assert close(rbd.gravity_torques(geared, q), rbd.gravity_torques(model, q)) == 0.0

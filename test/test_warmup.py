@@ -13,12 +13,12 @@ from rbd_ros import warmup
 from rbd_ros.dynamics import _jit
 from rbd_ros.dynamics.warmup import GROUPS
 assert warmup.GROUP_COUNT == len(GROUPS), (warmup.GROUP_COUNT, len(GROUPS))
-grouped = [m for modules, _ in GROUPS for m in modules]
+grouped = [name for names, _ in GROUPS for name in names]
 assert len(grouped) == len(set(grouped)), grouped
 assert _jit.DEFERRED, 'no kernel was deferred'
 for dispatcher, _ in _jit.DEFERRED:
-    module = dispatcher.py_func.__module__.rsplit('.', 1)[-1]
-    assert module in grouped, f'{module}.{dispatcher.py_func.__name__} is in no warm-up group'
+    name = dispatcher.py_func.__name__
+    assert name in grouped, f'{dispatcher.py_func.__module__}.{name} is in no warm-up group'
     assert not dispatcher.signatures, 'compiled at import despite RBD_ROS_DEFER_COMPILE'
 print('ok', len(_jit.DEFERRED))
 '''

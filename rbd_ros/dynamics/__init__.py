@@ -6,20 +6,23 @@
 
 Conventions (vector order [linear; angular], quaternions [x, y, z, w], floating base q[:7],
 v[:6] in the base frame) are those of ../shared/CONVENTIONS.md, documented in the README.
+A Model never changes once built; each call writes into a workspace (Data), the calling
+thread's own unless ``data=model.create_data()`` is passed.
 """
+from ._jit import JIT_ENABLED
 from .api import (REFERENCES, FramePoses, center_of_mass, coriolis_matrix, forward_dynamics,
                   frame_acceleration, frame_jacobian, frame_pose, frame_poses, frame_velocity,
-                  gravity_torques, integrate, inverse_dynamics, kinetic_energy, mass_matrix,
-                  nonlinear_effects, potential_energy)
-from ._jit import JIT_ENABLED
+                  gravity_torques, integrate, inverse_dynamics, joint_friction_torques,
+                  kinetic_energy, mass_matrix, nonlinear_effects, potential_energy)
+from .data import Data
 from .errors import InertiaError, JointError, ModelError, TopologyError, URDFSyntaxError
 from .model import FLOATING_BASE_JOINT, JointInfo, Model
 
 __all__ = [
-    'Model', 'JointInfo', 'FramePoses', 'FLOATING_BASE_JOINT', 'REFERENCES', 'JIT_ENABLED',
-    'ModelError', 'URDFSyntaxError', 'TopologyError', 'JointError', 'InertiaError',
-    'inverse_dynamics', 'gravity_torques', 'nonlinear_effects', 'mass_matrix',
-    'coriolis_matrix', 'forward_dynamics', 'frame_poses', 'frame_pose', 'frame_velocity',
-    'frame_acceleration', 'frame_jacobian', 'center_of_mass', 'kinetic_energy',
-    'potential_energy', 'integrate',
+    'Model', 'Data', 'JointInfo', 'FramePoses', 'FLOATING_BASE_JOINT', 'REFERENCES',
+    'JIT_ENABLED', 'ModelError', 'URDFSyntaxError', 'TopologyError', 'JointError',
+    'InertiaError', 'inverse_dynamics', 'gravity_torques', 'nonlinear_effects', 'mass_matrix',
+    'coriolis_matrix', 'forward_dynamics', 'joint_friction_torques', 'frame_poses',
+    'frame_pose', 'frame_velocity', 'frame_acceleration', 'frame_jacobian', 'center_of_mass',
+    'kinetic_energy', 'potential_energy', 'integrate',
 ]

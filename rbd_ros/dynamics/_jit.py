@@ -48,16 +48,14 @@ def kernel(fn=None, signature=None, parallel=False):
 if _numba is not None:
     from numba import types as _t
     STATUS = _t.int64
-    # the model's constant tables, passed writable (see Model: read-only arrays dispatch slower)
-    MODEL_INT = _t.Array(_t.int64, 2, 'C')      # body_int
-    MODEL_FLOAT = _t.Array(_t.float64, 1, 'C')  # flat body_float, then the frame rows
-    MODEL_INDEX = _t.Array(_t.int64, 1, 'C')    # dof_parent
+    HANDLE = _t.Array(_t.int64, 1, 'C')         # data.handle (layout.H_*)
+    INDEX = _t.int64
     VECTOR = _t.Array(_t.float64, 1, 'C')
     MATRIX = _t.Array(_t.float64, 2, 'C')
     ARRAY3 = _t.Array(_t.float64, 3, 'C')
     SCALAR = _t.float64
 else:  # pragma: no cover
-    STATUS = MODEL_INT = MODEL_FLOAT = MODEL_INDEX = VECTOR = MATRIX = ARRAY3 = SCALAR = None
+    STATUS = HANDLE = INDEX = VECTOR = MATRIX = ARRAY3 = SCALAR = None
 
 
 def signature(*argument_types):
@@ -80,6 +78,11 @@ def inline_kernel(fn):
 # those atomics were more than half of an RNEA. A *borrowed* view (numba.carray over the same
 # memory, without a meminfo) makes every one of them a null check. The entry points borrow
 # their arguments, which the caller keeps alive for the duration of the call.
+#
+# The model's tables and the workspace reach a kernel as addresses in one int64 array (the
+# data's handle, layout.H_*): one argument instead of six, since numba's dispatcher costs about
+# 45 ns per array argument, more than a body's step of RNEA. The Data object that owns the
+# handle keeps those arrays alive.
 if _numba is not None:
     from numba.core import cgutils as _cgutils
     from numba.extending import intrinsic as _intrinsic
@@ -94,9 +97,38 @@ if _numba is not None:
     def borrow(a):
         """A view of ``a`` that numba does not reference-count."""
         return _numba.carray(_as_pointer(a.ctypes.data), a.shape, a.dtype)
-else:  # pragma: no cover
+
+    @_numba.njit(inline='always', cache=True)
+    def float_view(address, n):
+        """The n float64 at ``address``, borrowed."""
+        return _numba.carray(_as_pointer(address), n, _np.float64)
+
+    @_numba.njit(inline='always', cache=True)
+    def int_view(address, rows, cols):
+        """The (rows, cols) int64 table at ``address``, borrowed."""
+        return _numba.carray(_as_pointer(address), (rows, cols), _np.int64)
+
+    @_numba.njit(inline='always', cache=True)
+    def index_view(address, n):
+        """The n int64 at ``address``, borrowed."""
+        return _numba.carray(_as_pointer(address), n, _np.int64)
+else:  # pragma: no cover - the interpreted mode builds the same views with ctypes
+    import ctypes as _ctypes
+
     def borrow(a):
         return a
+
+    def float_view(address, n):
+        return _np.ctypeslib.as_array(_ctypes.cast(int(address), _ctypes.POINTER(_ctypes.c_double)),
+                                      (int(n),))
+
+    def int_view(address, rows, cols):
+        return _np.ctypeslib.as_array(_ctypes.cast(int(address), _ctypes.POINTER(_ctypes.c_int64)),
+                                      (int(rows), int(cols)))
+
+    def index_view(address, n):
+        return _np.ctypeslib.as_array(_ctypes.cast(int(address), _ctypes.POINTER(_ctypes.c_int64)),
+                                      (int(n),))
 
 
 # ---- batches over threads --------------------------------------------------------------

@@ -1,22 +1,24 @@
 """Articulated-body algorithm, forward dynamics in O(n) (Featherstone, RBDA Table 7.1).
 
-    pass 1:  v_i = X_i v_p + S_i qd_i ;  c_i = v_i x (S_i qd_i)
+    pass 1:  v_i = X_i v_p + S_i v_i ;  c_i = v_i x (S_i v_i)
              IA_i = I_i ;  pA_i = v_i x* I_i v_i - f_ext_i
-    pass 2:  U_i = IA_i S_i ;  D_i = S_i^T U_i ;  u_i = tau_i - S_i^T pA_i
+    pass 2:  U_i = IA_i S_i ;  D_i = S_i^T U_i + diag(armature_i) ;  u_i = tau_i - S_i^T pA_i
              Ia = IA_i - U_i D_i^-1 U_i^T ;  pa = pA_i + Ia c_i + U_i D_i^-1 u_i
              IA_p += X_i^* Ia X_i ;  pA_p += X_i^* pa
-    pass 3:  a'_i = X_i a_p + c_i ;  qdd_i = D_i^-1 (u_i - U_i^T a'_i) ;  a_i = a'_i + S_i qdd_i
+    pass 3:  a'_i = X_i a_p + c_i ;  vdot_i = D_i^-1 (u_i - U_i^T a'_i) ;  a_i = a'_i + S_i vdot_i
+             (a_0 = -g)
 
 Articulated inertias are symmetric 6x6 matrices stored as their upper triangle, row by row
-(21 numbers, see SYM): less to load, store and keep in cache than all 36.
+(21 numbers, see SYM): less to load, store and keep in cache than all 36. Armature (rotor
+inertia reflected through the gear) only adds to D: it belongs to the joint, not to a body.
 """
-from ._jit import (MATRIX, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, chunk_rows, chunk_setup,
-                   chunk_workspace, first_failure, inline_kernel, kernel, prange, signature)
-from .checks import BAD_FEXT, OK, STATUS_STRIDE, has_nonfinite_2d, state_status
+from ._jit import inline_kernel, kernel
+from .checks import BAD_FEXT, OK, SINGULAR, has_nonfinite_2d, state_status
 from .joints import body_transform, joint_velocity, motion_subspace_column, project_force
-from .layout import (ACC, AXIS, BODY_FLOAT_COLS, DINV, GRAVITY, IA, INERTIA, JOINT_PRISMATIC,
-                     JOINT_REVOLUTE, JTYPE, LI, NVJ, PA, PARENT, QIDX, SCRATCH, U, UU, VEL, VIDX,
-                     VJ, WS_COLS)
+from .layout import (ABA_C, ABA_DINV, ABA_IA, ABA_PA, ABA_U, ABA_UU, ACC, ARMATURE, AXIS,
+                     BODY_FLOAT_COLS, GRAVITY, INERTIA, JOINT_PRISMATIC, JOINT_REVOLUTE, JTYPE,
+                     LI, NVJ, PARENT, QIDX, SCRATCH_D, SCRATCH_DOF, SCRATCH_FORCE, SCRATCH_MOTION,
+                     VEL, VIDX, VJ, WS_COLS)
 from .spatial import add_bias_force, congruence, force_to_parent, motion_cross, motion_to_child
 
 
@@ -85,18 +87,18 @@ def add_articulated_inertia_to_parent(X, x, Ia, ia, acc, a):
 
 
 @inline_kernel
-def articulated_times_subspace(jtype, model, j, k, Ia, ia, out, o, scratch, sc):
+def articulated_times_subspace(jtype, body_float, j, k, Ia, ia, out, o, scratch, sc):
     """out[o:o+6] = Ia S_k for column k of the joint's motion subspace (Ia packed). Ia is
     symmetric, so for a revolute (prismatic) joint, S = [0; a] ([a; 0]), this is a combination
     of three of its rows: 18 products instead of 36. scratch[sc:sc+6] is scratch."""
     if jtype == JOINT_REVOLUTE or jtype == JOINT_PRISMATIC:
         b = 18 if jtype == JOINT_REVOLUTE else 0      # first of the three rows, times 6
-        a0, a1, a2 = model[j + AXIS], model[j + AXIS + 1], model[j + AXIS + 2]
+        a0, a1, a2 = body_float[j + AXIS], body_float[j + AXIS + 1], body_float[j + AXIS + 2]
         for c in range(6):
             out[o + c] = (a0 * Ia[ia + SYM[b + c]] + a1 * Ia[ia + SYM[b + 6 + c]]
                           + a2 * Ia[ia + SYM[b + 12 + c]])
     else:
-        motion_subspace_column(jtype, model, j, k, scratch, sc)
+        motion_subspace_column(jtype, body_float, j, k, scratch, sc)
         symmetric6_times(Ia, ia, scratch, sc, out, o)
 
 
@@ -124,119 +126,98 @@ def invert_spd(D, d, n, out, o):
 
 
 @kernel
-def aba(body_int, model, ws, q, qd, tau, f_ext, qdd):
-    """qdd = FD(q, qd, tau, f_ext). Returns 0 or a status code (checks)."""
-    status = state_status(body_int, q, qd, tau)
+def aba(body_int, body_float, ws, q, v, tau, f_ext, vdot):
+    """vdot = FD(q, v, tau, f_ext). Returns OK or a status code (checks)."""
+    status = state_status(body_int, q, v, tau)
     if status != OK:
         return status
     if has_nonfinite_2d(f_ext):
         return BAD_FEXT
     nb = body_int.shape[0]
-    # the world row's IA (36) and DINV (36) entries are scratch
+    s = nb * WS_COLS
     for k in range(6):
         ws[VEL + k] = 0.0
     for i in range(1, nb):                                        # pass 1
         jtype, j, w = body_int[i, JTYPE], i * BODY_FLOAT_COLS, i * WS_COLS
-        body_transform(model, i, jtype, q, body_int[i, QIDX], ws)
-        joint_velocity(jtype, model, j, qd, body_int[i, VIDX], ws, IA, False)   # vJ = S qd
+        body_transform(body_float, i, jtype, q, body_int[i, QIDX], ws, s)
+        joint_velocity(jtype, body_float, j, v, body_int[i, VIDX], ws, w + VJ, False)  # vJ = S v
         motion_to_child(ws, w + LI, ws, body_int[i, PARENT] * WS_COLS + VEL, ws, w + VEL)
         for k in range(6):
-            ws[w + VEL + k] += ws[IA + k]                         # v = X v_p + vJ
-        motion_cross(ws, w + VEL, ws, IA, ws, w + VJ)             # c = v x vJ
-        inertia_matrix(model, j + INERTIA, ws, w + IA)            # IA = I
+            ws[w + VEL + k] += ws[w + VJ + k]                     # v = X v_p + vJ
+        motion_cross(ws, w + VEL, ws, w + VJ, ws, w + ABA_C)      # c = v x vJ
+        inertia_matrix(body_float, j + INERTIA, ws, w + ABA_IA)   # IA = I
         for k in range(6):
-            ws[w + PA + k] = -f_ext[i, k]
-        add_bias_force(model, j + INERTIA, ws, w + VEL, ws, w + PA)   # pA = v x* I v - f_ext
+            ws[w + ABA_PA + k] = -f_ext[i, k]
+        add_bias_force(body_float, j + INERTIA, ws, w + VEL, ws, w + ABA_PA)  # pA = v x* I v - f_ext
+    D, pa, sf = s + SCRATCH_D, s + SCRATCH_FORCE, s + SCRATCH_DOF
     for i in range(nb - 1, 0, -1):                                # pass 2
         jtype, vi, nv, p = body_int[i, JTYPE], body_int[i, VIDX], body_int[i, NVJ], body_int[i, PARENT]
         j, w = i * BODY_FLOAT_COLS, i * WS_COLS
         for k in range(nv):                                       # U = IA S
-            articulated_times_subspace(jtype, model, j, k, ws, w + IA, ws, w + U + 6 * k, ws, IA)
-        for k in range(nv):                                       # D = S^T U
-            project_force(jtype, model, j, ws, w + U + 6 * k, ws, IA)
+            articulated_times_subspace(jtype, body_float, j, k, ws, w + ABA_IA, ws,
+                                       w + ABA_U + 6 * k, ws, s + SCRATCH_MOTION)
+        for k in range(nv):                                       # D = S^T U + armature
+            project_force(jtype, body_float, j, ws, w + ABA_U + 6 * k, ws, sf)
             for m in range(nv):
-                ws[DINV + 6 * m + k] = ws[IA + m]
+                ws[D + 6 * m + k] = ws[sf + m]
+            ws[D + 7 * k] += body_float[j + ARMATURE + k]
         if nv == 1:
-            if not ws[DINV] > 0.0:
-                return -1
-            ws[w + DINV] = 1.0 / ws[DINV]
-        elif not invert_spd(ws, DINV, nv, ws, w + DINV):
-            return -1
-        project_force(jtype, model, j, ws, w + PA, ws, w + UU)    # u = tau - S^T pA
+            if not ws[D] > 0.0:
+                return SINGULAR
+            ws[w + ABA_DINV] = 1.0 / ws[D]
+        elif not invert_spd(ws, D, nv, ws, w + ABA_DINV):
+            return SINGULAR
+        project_force(jtype, body_float, j, ws, w + ABA_PA, ws, w + ABA_UU)  # u = tau - S^T pA
         for k in range(nv):
-            ws[w + UU + k] = tau[vi + k] - ws[w + UU + k]
+            ws[w + ABA_UU + k] = tau[vi + k] - ws[w + ABA_UU + k]
         if p > 0:
             if nv == 1:                                           # rank-1: D and u are scalars
-                d_inv, uu = ws[w + DINV], ws[w + UU]
+                d_inv, uu = ws[w + ABA_DINV], ws[w + ABA_UU]
                 for r in range(6):                                # Ia = IA - U U^T / D
-                    ur = ws[w + U + r] * d_inv
+                    ur = ws[w + ABA_U + r] * d_inv
                     for c in range(r, 6):
-                        ws[w + IA + SYM[6 * r + c]] -= ur * ws[w + U + c]
-                symmetric6_times(ws, w + IA, ws, w + VJ, ws, IA)  # pa = pA + Ia c + U u / D
+                        ws[w + ABA_IA + SYM[6 * r + c]] -= ur * ws[w + ABA_U + c]
+                symmetric6_times(ws, w + ABA_IA, ws, w + ABA_C, ws, pa)  # pa = pA + Ia c + U u / D
                 for r in range(6):
-                    ws[IA + r] += ws[w + PA + r] + ws[w + U + r] * d_inv * uu
+                    ws[pa + r] += ws[w + ABA_PA + r] + ws[w + ABA_U + r] * d_inv * uu
             else:
                 for r in range(6):                                # Ia = IA - U D^-1 U^T
                     for c in range(r, 6):
-                        s = 0.0
+                        acc = 0.0
                         for k in range(nv):
                             for m in range(nv):
-                                s += (ws[w + U + 6 * k + r] * ws[w + DINV + 6 * k + m]
-                                      * ws[w + U + 6 * m + c])
-                        ws[w + IA + SYM[6 * r + c]] -= s
-                symmetric6_times(ws, w + IA, ws, w + VJ, ws, IA)  # pa = pA + Ia c + U D^-1 u
+                                acc += (ws[w + ABA_U + 6 * k + r] * ws[w + ABA_DINV + 6 * k + m]
+                                        * ws[w + ABA_U + 6 * m + c])
+                        ws[w + ABA_IA + SYM[6 * r + c]] -= acc
+                symmetric6_times(ws, w + ABA_IA, ws, w + ABA_C, ws, pa)  # pa = pA + Ia c + U D^-1 u
                 for r in range(6):
-                    s = 0.0
+                    acc = 0.0
                     for k in range(nv):
                         for m in range(nv):
-                            s += ws[w + U + 6 * k + r] * ws[w + DINV + 6 * k + m] * ws[w + UU + m]
-                    ws[IA + r] += ws[w + PA + r] + s
-            add_articulated_inertia_to_parent(ws, w + LI, ws, w + IA, ws, p * WS_COLS + IA)
-            force_to_parent(ws, w + LI, ws, IA, ws, p * WS_COLS + PA, True)
+                            acc += (ws[w + ABA_U + 6 * k + r] * ws[w + ABA_DINV + 6 * k + m]
+                                    * ws[w + ABA_UU + m])
+                    ws[pa + r] += ws[w + ABA_PA + r] + acc
+            add_articulated_inertia_to_parent(ws, w + LI, ws, w + ABA_IA, ws, p * WS_COLS + ABA_IA)
+            force_to_parent(ws, w + LI, ws, pa, ws, p * WS_COLS + ABA_PA, True)
     for k in range(6):                                            # pass 3, a_0 = -g
         ws[ACC + k] = 0.0
     for k in range(3):
-        ws[ACC + k] = -model[GRAVITY + k]
+        ws[ACC + k] = -body_float[GRAVITY + k]
     for i in range(1, nb):
         vi, nv, w = body_int[i, VIDX], body_int[i, NVJ], i * WS_COLS
         motion_to_child(ws, w + LI, ws, body_int[i, PARENT] * WS_COLS + ACC, ws, w + ACC)
         for k in range(6):
-            ws[w + ACC + k] += ws[w + VJ + k]                     # a' = X a_p + c
+            ws[w + ACC + k] += ws[w + ABA_C + k]                  # a' = X a_p + c
         for k in range(nv):                                       # u - U^T a'
-            s = 0.0
+            acc = 0.0
             for m in range(6):
-                s += ws[w + U + 6 * k + m] * ws[w + ACC + m]
-            ws[SCRATCH + k] = ws[w + UU + k] - s
-        for k in range(nv):                                       # qdd = D^-1 (u - U^T a')
-            s = 0.0
+                acc += ws[w + ABA_U + 6 * k + m] * ws[w + ACC + m]
+            ws[sf + k] = ws[w + ABA_UU + k] - acc
+        for k in range(nv):                                       # vdot = D^-1 (u - U^T a')
+            acc = 0.0
             for m in range(nv):
-                s += ws[w + DINV + 6 * k + m] * ws[SCRATCH + m]
-            qdd[vi + k] = s
-        joint_velocity(body_int[i, JTYPE], model, i * BODY_FLOAT_COLS, qdd, vi, ws, w + ACC,
-                       True)                                      # a = a' + S qdd
+                acc += ws[w + ABA_DINV + 6 * k + m] * ws[sf + m]
+            vdot[vi + k] = acc
+        joint_velocity(body_int[i, JTYPE], body_float, i * BODY_FLOAT_COLS, vdot, vi, ws,
+                       w + ACC, True)                             # a = a' + S vdot
     return OK
-
-
-@kernel(parallel=True)
-def aba_batch(body_int, model, ws, Q, QD, TAU, F_EXT, QDD, threads):
-    """aba for each row, rows split over ``threads`` (one workspace copy each).
-    F_EXT has one row, shared by all, or one per configuration."""
-    bi, bf = borrow(body_int), borrow(model)
-    q_, qd_, tau_, f_ext_, qdd_ = borrow(Q), borrow(QD), borrow(TAU), borrow(F_EXT), borrow(QDD)
-    rows = q_.shape[0]
-    chunks, workspaces, statuses = chunk_setup(rows, threads, ws)
-    for c in prange(chunks):
-        w = chunk_workspace(workspaces, c, ws)
-        for n in chunk_rows(c, chunks, rows):
-            f = f_ext_[0] if f_ext_.shape[0] == 1 else f_ext_[n]
-            status = aba(bi, bf, w, q_[n], qd_[n], tau_[n], f, qdd_[n])
-            if status != OK:
-                statuses[c] = n * STATUS_STRIDE + status
-                break
-    return first_failure(statuses)
-
-
-@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, VECTOR, VECTOR, MATRIX, VECTOR))
-def aba_entry(body_int, model, ws, q, qd, tau, f_ext, qdd):
-    """The compiled entry point: aba on borrowed views (see _jit.borrow)."""
-    return aba(borrow(body_int), borrow(model), borrow(ws), borrow(q), borrow(qd), borrow(tau), borrow(f_ext), borrow(qdd))

@@ -1,5 +1,7 @@
 """Input checks done inside the compiled kernels (a Python-side np.isfinite costs ~1 us per
-array, more than the whole RNEA). Kernels return 0, or a status code naming the argument."""
+array, more than the whole RNEA). Kernels return OK (0) or one of the status codes below;
+batch kernels return row * STATUS_STRIDE + code for the first failing row. api.py turns a
+status into the matching exception (and any other value into an internal error)."""
 import math
 
 from ._jit import inline_kernel
@@ -12,7 +14,8 @@ BAD_THIRD = 3      # non-finite acceleration / torque
 BAD_FEXT = 4       # non-finite external wrench
 ZERO_QUATERNION = 5
 BAD_SHAPE = 6      # an array of the wrong length (the Python side finds which)
-STATUS_STRIDE = 8  # batched kernels return index * STATUS_STRIDE + code
+SINGULAR = 7       # the joint-space inertia (ABA's D, CRBA's M) is not positive definite
+STATUS_STRIDE = 8  # batched kernels return row * STATUS_STRIDE + code
 
 
 @inline_kernel
@@ -50,20 +53,19 @@ def configuration_status(body_int, q):
 
 @inline_kernel
 def shapes_status(body_int, q, v, third):
-    """BAD_SHAPE unless q has nq entries and v, third have nv (or are empty: unused).
-    The world row of body_int holds the model's internal nq (NQJ) and nv (NVJ)."""
+    """BAD_SHAPE unless q has the model's nq entries and v, third its nv. (The world row of
+    body_int holds the model's internal nq (NQJ) and nv (NVJ).) A kernel without a third
+    argument passes v twice."""
     if q.shape[0] != body_int[0, NQJ]:
         return BAD_SHAPE
-    if v.shape[0] != 0 and v.shape[0] != body_int[0, NVJ]:
-        return BAD_SHAPE
-    if third.shape[0] != 0 and third.shape[0] != body_int[0, NVJ]:
+    if v.shape[0] != body_int[0, NVJ] or third.shape[0] != body_int[0, NVJ]:
         return BAD_SHAPE
     return OK
 
 
 @inline_kernel
 def state_status(body_int, q, v, third):
-    """Status of (q, v, a-or-tau): shapes, finiteness; an empty array skips its check."""
+    """Status of (q, v, a-or-tau): shapes, then finiteness."""
     status = shapes_status(body_int, q, v, third)
     if status != OK:
         return status

@@ -7,8 +7,8 @@ dynamic equations, part one).
 """
 import math
 
-from ._jit import MODEL_INT, SCALAR, VECTOR, inline_kernel, borrow, kernel, signature
-from .checks import BAD_THIRD, OK, STATUS_STRIDE, state_status
+from ._jit import inline_kernel, kernel
+from .checks import BAD_THIRD, OK, state_status
 from .layout import JOINT_FLOATING, JOINT_PLANAR, JTYPE, NQJ, QIDX, VIDX
 
 
@@ -54,7 +54,8 @@ def _integrate_free_flyer(q, v, dt, qi, vi, out):
 
 @kernel
 def integrate(body_int, q, v, dt, out):
-    status = state_status(body_int, q, v, q[0:0])
+    """out = q (+) v dt for every joint; OK or a status code (BAD_THIRD: dt not finite)."""
+    status = state_status(body_int, q, v, v)
     if status != OK:
         return status
     if not math.isfinite(dt):
@@ -77,19 +78,3 @@ def integrate(body_int, q, v, dt, out):
             for k in range(body_int[i, NQJ]):
                 out[qi + k] = q[qi + k] + v[vi + k] * dt
     return OK
-
-
-@kernel
-def integrate_batch(body_int, Q, V, dt, OUT):
-    bi, q, v, out = borrow(body_int), borrow(Q), borrow(V), borrow(OUT)
-    for n in range(q.shape[0]):
-        status = integrate(bi, q[n], v[n], dt, out[n])
-        if status != OK:
-            return n * STATUS_STRIDE + status
-    return OK
-
-
-@kernel(signature=signature(MODEL_INT, VECTOR, VECTOR, SCALAR, VECTOR))
-def integrate_entry(body_int, q, v, dt, out):
-    """The compiled entry point: integrate on borrowed views (see _jit.borrow)."""
-    return integrate(borrow(body_int), borrow(q), borrow(v), dt, borrow(out))

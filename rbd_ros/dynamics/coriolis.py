@@ -1,19 +1,20 @@
 """Coriolis matrix C(q, v) with dM/dt = C + C^T and C v = nonlinear_effects - gravity.
 
 The factorisation is not unique; this is the Christoffel-consistent one Pinocchio computes
-(computeCoriolisMatrix), built in the world frame:
+(computeCoriolisMatrix), built in the world frame (armature is constant: it adds nothing):
     B_i = 1/2 (v_i x* Y_i - Y_i v_i x) + 1/2 (. x* h_i)     (h_i = Y_i v_i, world momentum)
     dJ_k = v_i x J_k                                          (time derivative of S in world)
 then, accumulating composite Y and B up the tree,
     C[k, subtree(i)] = J_k^T (Y_c dJ + B_c J)[:, subtree(i)]
     C[k, j]          = (Y_c J_k)^T dJ_j + (J_k^T B_c) J_j     for dofs j above i.
 """
-from ._jit import MATRIX, MODEL_FLOAT, MODEL_INDEX, MODEL_INT, VECTOR, inline_kernel, borrow, kernel, signature
-from .checks import OK, STATUS_STRIDE, state_status
+from ._jit import inline_kernel, kernel
+from .checks import OK, state_status
 from .joints import motion_subspace_column
 from .kinematics import body_velocities
-from .layout import (AG_COL, BODY_FLOAT_COLS, DFDV, DJ_COL, DOF_WS_COLS, IA, IC, INERTIA, J_COL,
-                     JTYPE, NV_SUBTREE, NVJ, O, PA, PARENT, SCRATCH, VEL, VIDX, WS_COLS)
+from .layout import (BODY_FLOAT_COLS, COR_AG, COR_B, COR_DFDV, COR_DJ, COR_H, COR_J,
+                     COR_Y, DOF_WS_COLS, INERTIA, JTYPE, NV_SUBTREE, NVJ, O, PARENT, SCRATCH_18,
+                     SCRATCH_DOF, SCRATCH_MOTION, SCRATCH_MOTION_2, VEL, VIDX, WS_COLS)
 from .spatial import add_inertia_to_parent, inertia_times_motion, motion_cross, motion_to_parent
 
 
@@ -57,83 +58,69 @@ def add_momentum_variation(Y, y, v, k, h, j, B, b, scratch, s):
 
 
 @kernel
-def coriolis_matrix(body_int, model, ws, dof_ws, dof_parent, q, qd, C):
-    status = state_status(body_int, q, qd, q[0:0])
+def coriolis_matrix(body_int, body_float, ws, dof_ws, dof_parent, q, v, C):
+    """C = C(q, v). Returns OK or a status code."""
+    status = state_status(body_int, q, v, v)
     if status != OK:
         return status
     nb = body_int.shape[0]
+    s = nb * WS_COLS
     C[:, :] = 0.0
-    body_velocities(body_int, model, ws, q, qd)
-    # world-row scratch: the world twist ov at VEL, an S column at SCRATCH, 18 numbers at IA
+    body_velocities(body_int, body_float, ws, q, v)
+    ov, S, sb = s + SCRATCH_MOTION, s + SCRATCH_MOTION_2, s + SCRATCH_18
     for i in range(1, nb):                                   # forward: world quantities
         w, d = i * WS_COLS, body_int[i, VIDX] * DOF_WS_COLS
         for k in range(10):
-            ws[w + IC + k] = 0.0
-        add_inertia_to_parent(ws, w + O, model, i * BODY_FLOAT_COLS + INERTIA, ws, w + IC)  # oY
-        motion_to_parent(ws, w + O, ws, w + VEL, ws, VEL)                # ov = oMi v
-        inertia_times_motion(ws, w + IC, ws, VEL, ws, w + PA)            # oh = oY ov
-        for k in range(body_int[i, NVJ]):                                # J = oMi S, dJ = ov x J
-            motion_subspace_column(body_int[i, JTYPE], model, i * BODY_FLOAT_COLS, k, ws, SCRATCH)
-            motion_to_parent(ws, w + O, ws, SCRATCH, dof_ws, d + J_COL)
-            motion_cross(ws, VEL, dof_ws, d + J_COL, dof_ws, d + DJ_COL)
+            ws[w + COR_Y + k] = 0.0
+        add_inertia_to_parent(ws, w + O, body_float, i * BODY_FLOAT_COLS + INERTIA, ws,
+                              w + COR_Y)                                # oY = oMi^* Y
+        motion_to_parent(ws, w + O, ws, w + VEL, ws, ov)                # ov = oMi v
+        inertia_times_motion(ws, w + COR_Y, ws, ov, ws, w + COR_H)      # oh = oY ov
+        for k in range(body_int[i, NVJ]):                               # J = oMi S, dJ = ov x J
+            motion_subspace_column(body_int[i, JTYPE], body_float, i * BODY_FLOAT_COLS, k, ws, S)
+            motion_to_parent(ws, w + O, ws, S, dof_ws, d + COR_J)
+            motion_cross(ws, ov, dof_ws, d + COR_J, dof_ws, d + COR_DJ)
             d += DOF_WS_COLS
         for k in range(36):
-            ws[w + IA + k] = 0.0
-        add_momentum_variation(ws, w + IC, ws, VEL, ws, w + PA, ws, w + IA, ws, IA)
+            ws[w + COR_B + k] = 0.0
+        add_momentum_variation(ws, w + COR_Y, ws, ov, ws, w + COR_H, ws, w + COR_B, ws, sb)
+    JtB = s + SCRATCH_DOF
     for i in range(nb - 1, 0, -1):                           # backward: composite Y and B
         w = i * WS_COLS
         vi, nvj, nsub = body_int[i, VIDX], body_int[i, NVJ], body_int[i, NV_SUBTREE]
         for k in range(nvj):                                 # dFdv = Yc dJ + Bc J
             d = (vi + k) * DOF_WS_COLS
-            inertia_times_motion(ws, w + IC, dof_ws, d + DJ_COL, dof_ws, d + DFDV)
+            inertia_times_motion(ws, w + COR_Y, dof_ws, d + COR_DJ, dof_ws, d + COR_DFDV)
             for a in range(6):
-                s = 0.0
+                acc = 0.0
                 for b in range(6):
-                    s += ws[w + IA + 6 * a + b] * dof_ws[d + J_COL + b]
-                dof_ws[d + DFDV + a] += s
+                    acc += ws[w + COR_B + 6 * a + b] * dof_ws[d + COR_J + b]
+                dof_ws[d + COR_DFDV + a] += acc
         for k in range(nvj):
             d = (vi + k) * DOF_WS_COLS
             for c in range(vi, vi + nsub):                   # C[k, subtree] = J_k^T dFdv
-                s = 0.0
+                acc = 0.0
                 for a in range(6):
-                    s += dof_ws[d + J_COL + a] * dof_ws[c * DOF_WS_COLS + DFDV + a]
-                C[vi + k, c] = s
-            inertia_times_motion(ws, w + IC, dof_ws, d + J_COL, dof_ws, d + AG_COL)  # Ag = Yc J_k
+                    acc += dof_ws[d + COR_J + a] * dof_ws[c * DOF_WS_COLS + COR_DFDV + a]
+                C[vi + k, c] = acc
+            inertia_times_motion(ws, w + COR_Y, dof_ws, d + COR_J, dof_ws, d + COR_AG)  # Ag = Yc J_k
             for b in range(6):                               # J_k^T Bc
-                s = 0.0
+                acc = 0.0
                 for a in range(6):
-                    s += dof_ws[d + J_COL + a] * ws[w + IA + 6 * a + b]
-                ws[SCRATCH + b] = s
+                    acc += dof_ws[d + COR_J + a] * ws[w + COR_B + 6 * a + b]
+                ws[JtB + b] = acc
             j = dof_parent[vi]
             while j >= 0:                                    # dofs above i
-                s = 0.0
+                acc = 0.0
                 for a in range(6):
-                    s += (dof_ws[d + AG_COL + a] * dof_ws[j * DOF_WS_COLS + DJ_COL + a]
-                          + ws[SCRATCH + a] * dof_ws[j * DOF_WS_COLS + J_COL + a])
-                C[vi + k, j] = s
+                    acc += (dof_ws[d + COR_AG + a] * dof_ws[j * DOF_WS_COLS + COR_DJ + a]
+                            + ws[JtB + a] * dof_ws[j * DOF_WS_COLS + COR_J + a])
+                C[vi + k, j] = acc
                 j = dof_parent[j]
         p = body_int[i, PARENT]
         if p > 0:
             for k in range(10):
-                ws[p * WS_COLS + IC + k] += ws[w + IC + k]
+                ws[p * WS_COLS + COR_Y + k] += ws[w + COR_Y + k]
             for k in range(36):
-                ws[p * WS_COLS + IA + k] += ws[w + IA + k]
+                ws[p * WS_COLS + COR_B + k] += ws[w + COR_B + k]
     return OK
-
-
-@kernel
-def coriolis_matrix_batch(body_int, model, ws, dof_ws, dof_parent, Q, QD, C):
-    bi, bf, w, dw, dp = borrow(body_int), borrow(model), borrow(ws), borrow(dof_ws), borrow(dof_parent)
-    q, qd, c = borrow(Q), borrow(QD), borrow(C)
-    for n in range(q.shape[0]):
-        status = coriolis_matrix(bi, bf, w, dw, dp, q[n], qd[n], c[n])
-        if status != OK:
-            return n * STATUS_STRIDE + status
-    return OK
-
-
-@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, MODEL_INDEX, VECTOR, VECTOR,
-                            MATRIX))
-def coriolis_matrix_entry(body_int, model, ws, dof_ws, dof_parent, q, qd, C):
-    """The compiled entry point: coriolis_matrix on borrowed views (see _jit.borrow)."""
-    return coriolis_matrix(borrow(body_int), borrow(model), borrow(ws), borrow(dof_ws), borrow(dof_parent), borrow(q), borrow(qd), borrow(C))

@@ -1,20 +1,20 @@
 """Joint models: the one place that knows joint types (spatial_v2's ``jcalc``).
 
 Every joint's motion subspace S is constant in the child (body) frame, so the joint's bias
-acceleration c_J is zero and the velocity-product term of RNEA/ABA is v_i x (S qd_i).
-``model`` is the flat body_float and ``j`` the offset of the joint's row in it.
+acceleration c_J is zero and the velocity-product term of RNEA and ABA is v_i x (S v_i).
+``body_float`` is the model's float table and ``j`` the offset of the joint's row in it.
 """
 from ._jit import inline_kernel
 from .layout import (AXIS, BODY_FLOAT_COLS, JOINT_PLANAR, JOINT_PRISMATIC, JOINT_REVOLUTE, LI,
-                     PLACEMENT, PLANAR_E1, PLANAR_E2, WS_COLS)
+                     PLACEMENT, PLANAR_E1, PLANAR_E2, SCRATCH_X, WS_COLS)
 from .spatial import axis_rotation, compose, quaternion_rotation
 
 
 @inline_kernel
-def joint_transform(jtype, model, j, q, qi, X, x):
-    """X[x:x+12] = X_J(q), the child-from-joint-frame transform of the joint."""
+def joint_transform(jtype, body_float, j, q, qi, X, x):
+    """X[x:x+12] = X_J(q), the joint's transform (child frame in the joint frame)."""
     if jtype == JOINT_REVOLUTE:
-        axis_rotation(model, j + AXIS, q[qi], X, x)
+        axis_rotation(body_float, j + AXIS, q[qi], X, x)
         X[x + 9] = 0.0
         X[x + 10] = 0.0
         X[x + 11] = 0.0
@@ -25,11 +25,12 @@ def joint_transform(jtype, model, j, q, qi, X, x):
         X[x + 4] = 1.0
         X[x + 8] = 1.0
         for k in range(3):
-            X[x + 9 + k] = model[j + AXIS + k] * q[qi]
+            X[x + 9 + k] = body_float[j + AXIS + k] * q[qi]
     elif jtype == JOINT_PLANAR:
-        axis_rotation(model, j + AXIS, q[qi + 2], X, x)
+        axis_rotation(body_float, j + AXIS, q[qi + 2], X, x)
         for k in range(3):
-            X[x + 9 + k] = model[j + PLANAR_E1 + k] * q[qi] + model[j + PLANAR_E2 + k] * q[qi + 1]
+            X[x + 9 + k] = (body_float[j + PLANAR_E1 + k] * q[qi]
+                            + body_float[j + PLANAR_E2 + k] * q[qi + 1])
     else:  # JOINT_FLOATING
         quaternion_rotation(q[qi + 3], q[qi + 4], q[qi + 5], q[qi + 6], X, x)
         X[x + 9] = q[qi]
@@ -38,73 +39,75 @@ def joint_transform(jtype, model, j, q, qi, X, x):
 
 
 @inline_kernel
-def body_transform(model, i, jtype, q, qi, ws):
-    """ws row i, LI = liMi = placement o X_J(q), the parent-from-body transform of body i.
-    The world row's LI entries are scratch (the world has no parent)."""
+def body_transform(body_float, i, jtype, q, qi, ws, scratch):
+    """liMi = placement o X_J(q), the parent-from-body transform of body i, into ws row i (LI).
+    X_J passes through the scratch row (offset ``scratch``)."""
     j = i * BODY_FLOAT_COLS
-    joint_transform(jtype, model, j, q, qi, ws, LI)
-    compose(model, j + PLACEMENT, ws, LI, ws, i * WS_COLS + LI)
+    joint_transform(jtype, body_float, j, q, qi, ws, scratch + SCRATCH_X)
+    compose(body_float, j + PLACEMENT, ws, scratch + SCRATCH_X, ws, i * WS_COLS + LI)
 
 
 @inline_kernel
-def motion_subspace_column(jtype, model, j, k, s, o):
+def motion_subspace_column(jtype, body_float, j, k, s, o):
     """s[o:o+6] = column k of the joint's motion subspace S, in the child frame."""
     for n in range(6):
         s[o + n] = 0.0
     if jtype == JOINT_REVOLUTE:
         for n in range(3):
-            s[o + 3 + n] = model[j + AXIS + n]
+            s[o + 3 + n] = body_float[j + AXIS + n]
     elif jtype == JOINT_PRISMATIC:
         for n in range(3):
-            s[o + n] = model[j + AXIS + n]
+            s[o + n] = body_float[j + AXIS + n]
     elif jtype == JOINT_PLANAR:
         if k == 0:
             for n in range(3):
-                s[o + n] = model[j + PLANAR_E1 + n]
+                s[o + n] = body_float[j + PLANAR_E1 + n]
         elif k == 1:
             for n in range(3):
-                s[o + n] = model[j + PLANAR_E2 + n]
+                s[o + n] = body_float[j + PLANAR_E2 + n]
         else:
             for n in range(3):
-                s[o + 3 + n] = model[j + AXIS + n]
+                s[o + 3 + n] = body_float[j + AXIS + n]
     else:  # JOINT_FLOATING: S is the identity
         s[o + k] = 1.0
 
 
 @inline_kernel
-def joint_velocity(jtype, model, j, qd, vi, out, o, accumulate):
-    """out[o:o+6] (+)= S qd[vi:], the joint's own twist in the child frame."""
+def joint_velocity(jtype, body_float, j, v, vi, out, o, accumulate):
+    """out[o:o+6] (+)= S v[vi:], the joint's own twist (or S a: its acceleration) in the child
+    frame."""
     if not accumulate:
         for n in range(6):
             out[o + n] = 0.0
     if jtype == JOINT_REVOLUTE:
         for n in range(3):
-            out[o + 3 + n] += model[j + AXIS + n] * qd[vi]
+            out[o + 3 + n] += body_float[j + AXIS + n] * v[vi]
     elif jtype == JOINT_PRISMATIC:
         for n in range(3):
-            out[o + n] += model[j + AXIS + n] * qd[vi]
+            out[o + n] += body_float[j + AXIS + n] * v[vi]
     elif jtype == JOINT_PLANAR:
         for n in range(3):
-            out[o + n] += model[j + PLANAR_E1 + n] * qd[vi] + model[j + PLANAR_E2 + n] * qd[vi + 1]
-            out[o + 3 + n] += model[j + AXIS + n] * qd[vi + 2]
+            out[o + n] += (body_float[j + PLANAR_E1 + n] * v[vi]
+                           + body_float[j + PLANAR_E2 + n] * v[vi + 1])
+            out[o + 3 + n] += body_float[j + AXIS + n] * v[vi + 2]
     else:
         for n in range(6):
-            out[o + n] += qd[vi + n]
+            out[o + n] += v[vi + n]
 
 
 @inline_kernel
-def project_force(jtype, model, j, f, k, tau, t):
+def project_force(jtype, body_float, j, f, k, tau, t):
     """tau[t:t+nv] = S^T f[k:k+6]."""
     a = j + AXIS
     if jtype == JOINT_REVOLUTE:
-        tau[t] = model[a] * f[k + 3] + model[a + 1] * f[k + 4] + model[a + 2] * f[k + 5]
+        tau[t] = body_float[a] * f[k + 3] + body_float[a + 1] * f[k + 4] + body_float[a + 2] * f[k + 5]
     elif jtype == JOINT_PRISMATIC:
-        tau[t] = model[a] * f[k] + model[a + 1] * f[k + 1] + model[a + 2] * f[k + 2]
+        tau[t] = body_float[a] * f[k] + body_float[a + 1] * f[k + 1] + body_float[a + 2] * f[k + 2]
     elif jtype == JOINT_PLANAR:
         e1, e2 = j + PLANAR_E1, j + PLANAR_E2
-        tau[t] = model[e1] * f[k] + model[e1 + 1] * f[k + 1] + model[e1 + 2] * f[k + 2]
-        tau[t + 1] = model[e2] * f[k] + model[e2 + 1] * f[k + 1] + model[e2 + 2] * f[k + 2]
-        tau[t + 2] = model[a] * f[k + 3] + model[a + 1] * f[k + 4] + model[a + 2] * f[k + 5]
+        tau[t] = body_float[e1] * f[k] + body_float[e1 + 1] * f[k + 1] + body_float[e1 + 2] * f[k + 2]
+        tau[t + 1] = body_float[e2] * f[k] + body_float[e2 + 1] * f[k + 1] + body_float[e2 + 2] * f[k + 2]
+        tau[t + 2] = body_float[a] * f[k + 3] + body_float[a + 1] * f[k + 4] + body_float[a + 2] * f[k + 5]
     else:
         for n in range(6):
             tau[t + n] = f[k + n]

@@ -1,35 +1,41 @@
 """Forward kinematics: world placements of bodies and frames, body twists and accelerations,
-centre of mass and energies.
+frame velocities, accelerations and Jacobians, centre of mass and energies.
 
 Each body's pose, twist and acceleration come from its parent's, composing moving frames
-(oMi = oM_p o liMi ; v_i = X_i v_p + S qd ; a_i = X_i a_p + S qdd + v_i x S qd).
+(Tasora, kinematics of moving frames):
+    oMi = oM_p o liMi ;  v_i = X_i v_p + S v_i ;  a_i = X_i a_p + S a_i + v_i x (S v_i)
+A frame (a link) is fixed to a body: its motion is the body's, seen at the frame (actInv of the
+frame's placement), then expressed in the requested reference (layout.REFERENCE_*).
 """
-from ._jit import ARRAY3, MODEL_FLOAT, MODEL_INT, VECTOR, borrow, inline_kernel, kernel, signature
-from .checks import BAD_SHAPE, OK, STATUS_STRIDE, configuration_status, state_status
-from .joints import body_transform, joint_velocity
-from .layout import (ACC, BODY_FLOAT_COLS, FRAME_BODY, FRAME_COLS, FRAME_PLACEMENT, GRAVITY,
-                     INERTIA, JTYPE, LI, O, PARENT, QIDX, VEL, VIDX, VJ, WS_COLS)
-from .spatial import compose, inertia_times_motion, motion_cross, motion_to_child
+from ._jit import inline_kernel, kernel
+from .checks import BAD_SHAPE, OK, configuration_status, state_status
+from .joints import body_transform, joint_velocity, motion_subspace_column
+from .layout import (ACC, ARMATURE, BODY_FLOAT_COLS, FRAME_BODY, FRAME_COLS, FRAME_PLACEMENT,
+                     GRAVITY, INERTIA, JTYPE, LI, NVJ, O, PARENT, QIDX, REFERENCE_LOCAL,
+                     REFERENCE_WORLD, SCRATCH_MOTION, SCRATCH_MOTION_2, SCRATCH_X, VEL, VIDX, VJ,
+                     WS_COLS)
+from .spatial import compose, inertia_times_motion, motion_cross, motion_to_child, motion_to_parent
 
 
-@kernel      # compiled once and called (not inlined): six kernels share it
-def body_placements(body_int, model, ws, q):
-    """oMi = oM_p o liMi (ws offset O), the world placement of every body (and LI = liMi)."""
-    for i in range(1, body_int.shape[0]):
-        body_transform(model, i, body_int[i, JTYPE], q, body_int[i, QIDX], ws)
+@kernel      # compiled once and called (not inlined): several kernels share it
+def body_placements(body_int, body_float, ws, q):
+    """oMi = oM_p o liMi (ws column O), the world placement of every body (and LI = liMi)."""
+    nb = body_int.shape[0]
+    for i in range(1, nb):
+        body_transform(body_float, i, body_int[i, JTYPE], q, body_int[i, QIDX], ws, nb * WS_COLS)
         w = i * WS_COLS
         compose(ws, body_int[i, PARENT] * WS_COLS + O, ws, w + LI, ws, w + O)
 
 
 @kernel
-def body_velocities(body_int, model, ws, q, qd):
-    """Placements and twists of every body (v_i = X_i v_p + S qd, in body coordinates)."""
-    body_placements(body_int, model, ws, q)
+def body_velocities(body_int, body_float, ws, q, v):
+    """Placements and twists of every body (v_i = X_i v_p + S v_i, in body coordinates)."""
+    body_placements(body_int, body_float, ws, q)
     for k in range(6):
         ws[VEL + k] = 0.0
     for i in range(1, body_int.shape[0]):
         w = i * WS_COLS
-        joint_velocity(body_int[i, JTYPE], model, i * BODY_FLOAT_COLS, qd, body_int[i, VIDX],
+        joint_velocity(body_int[i, JTYPE], body_float, i * BODY_FLOAT_COLS, v, body_int[i, VIDX],
                        ws, w + VJ, False)
         motion_to_child(ws, w + LI, ws, body_int[i, PARENT] * WS_COLS + VEL, ws, w + VEL)
         for k in range(6):
@@ -37,54 +43,137 @@ def body_velocities(body_int, model, ws, q, qd):
 
 
 @kernel
-def body_accelerations(body_int, model, ws, qdd):
-    """Gravity-free spatial accelerations a_i = X_i a_p + S qdd + v_i x (S qd), after
-    body_velocities. (The world row's LI entries are scratch.)"""
+def body_accelerations(body_int, body_float, ws, a):
+    """Gravity-free spatial accelerations a_i = X_i a_p + S a_i + v_i x (S v_i), after
+    body_velocities."""
+    s = body_int.shape[0] * WS_COLS + SCRATCH_MOTION
     for k in range(6):
         ws[ACC + k] = 0.0
     for i in range(1, body_int.shape[0]):
         w = i * WS_COLS
         motion_to_child(ws, w + LI, ws, body_int[i, PARENT] * WS_COLS + ACC, ws, w + ACC)
-        joint_velocity(body_int[i, JTYPE], model, i * BODY_FLOAT_COLS, qdd, body_int[i, VIDX],
+        joint_velocity(body_int[i, JTYPE], body_float, i * BODY_FLOAT_COLS, a, body_int[i, VIDX],
                        ws, w + ACC, True)
-        motion_cross(ws, w + VEL, ws, w + VJ, ws, LI)
+        motion_cross(ws, w + VEL, ws, w + VJ, ws, s)
         for k in range(6):
-            ws[w + ACC + k] += ws[LI + k]
+            ws[w + ACC + k] += ws[s + k]
 
 
 @kernel
-def body_motions(body_int, model, ws, q, qd, qdd):
-    """Placements, twists and accelerations of every body; 0 or a status code."""
-    status = state_status(body_int, q, qd, qdd)
-    if status != OK:
-        return status
-    body_velocities(body_int, model, ws, q, qd)
-    body_accelerations(body_int, model, ws, qdd)
-    return OK
-
-
-@kernel
-def frame_placements(body_int, model, ws, q, out):
+def frame_placements(body_int, body_float, ws, q, out):
     """out[f] = 4x4 world pose of frame f (a link) at configuration q."""
-    frames = body_int.shape[0] * BODY_FLOAT_COLS       # the frame rows follow the body rows
-    if (out.shape[0] * FRAME_COLS != model.shape[0] - frames or out.shape[1] != 4
+    nb = body_int.shape[0]
+    frames = nb * BODY_FLOAT_COLS       # the frame rows follow the body rows
+    if (out.shape[0] * FRAME_COLS != body_float.shape[0] - frames or out.shape[1] != 4
             or out.shape[2] != 4):
         return BAD_SHAPE
     status = configuration_status(body_int, q)
     if status != OK:
         return status
-    body_placements(body_int, model, ws, q)
+    body_placements(body_int, body_float, ws, q)
+    X = nb * WS_COLS + SCRATCH_X
     for f in range(out.shape[0]):
         row = frames + f * FRAME_COLS
-        body = int(model[row + FRAME_BODY])
-        compose(ws, body * WS_COLS + O, model, row + FRAME_PLACEMENT, ws, LI)   # oMb o bMf
+        body = int(body_float[row + FRAME_BODY])
+        compose(ws, body * WS_COLS + O, body_float, row + FRAME_PLACEMENT, ws, X)   # oMb o bMf
         for r in range(3):
-            out[f, r, 0] = ws[LI + 3 * r]
-            out[f, r, 1] = ws[LI + 3 * r + 1]
-            out[f, r, 2] = ws[LI + 3 * r + 2]
-            out[f, r, 3] = ws[LI + 9 + r]
+            out[f, r, 0] = ws[X + 3 * r]
+            out[f, r, 1] = ws[X + 3 * r + 1]
+            out[f, r, 2] = ws[X + 3 * r + 2]
+            out[f, r, 3] = ws[X + 9 + r]
             out[f, 3, r] = 0.0
         out[f, 3, 3] = 1.0
+    return OK
+
+
+@inline_kernel
+def frame_world_placement(body_int, body_float, ws, frame):
+    """The frame's world placement oMf into the scratch row (SCRATCH_X), after body_placements;
+    returns (the frame's body, the frame's row in body_float)."""
+    nb = body_int.shape[0]
+    row = nb * BODY_FLOAT_COLS + frame * FRAME_COLS
+    body = int(body_float[row + FRAME_BODY])
+    compose(ws, body * WS_COLS + O, body_float, row + FRAME_PLACEMENT, ws, nb * WS_COLS + SCRATCH_X)
+    return body, row
+
+
+@inline_kernel
+def express_motion(ws, X, m, k, reference):
+    """m[k:k+6], a motion in the frame's own axes about its origin, in ``reference``; X is
+    the frame's world placement in ws."""
+    if reference == REFERENCE_LOCAL:
+        return
+    lx, ly, lz, ax, ay, az = m[k], m[k + 1], m[k + 2], m[k + 3], m[k + 4], m[k + 5]
+    for r in range(3):     # world axes
+        m[k + r] = ws[X + 3 * r] * lx + ws[X + 3 * r + 1] * ly + ws[X + 3 * r + 2] * lz
+        m[k + 3 + r] = ws[X + 3 * r] * ax + ws[X + 3 * r + 1] * ay + ws[X + 3 * r + 2] * az
+    if reference == REFERENCE_WORLD:   # about the world origin: lin += p x ang
+        px, py, pz = ws[X + 9], ws[X + 10], ws[X + 11]
+        wx, wy, wz = m[k + 3], m[k + 4], m[k + 5]
+        m[k] += py * wz - pz * wy
+        m[k + 1] += pz * wx - px * wz
+        m[k + 2] += px * wy - py * wx
+
+
+@kernel
+def frame_motion(body_int, body_float, ws, q, v, a, frame, reference, out):
+    """out[0:6] = the frame's twist [v; w], out[6:12] its classical acceleration [a; alpha],
+    both in ``reference``. Classical: the spatial acceleration plus w x v (for 'world', of the
+    body point at the world origin, as Pinocchio's getFrameClassicalAcceleration)."""
+    status = state_status(body_int, q, v, a)
+    if status != OK:
+        return status
+    body_velocities(body_int, body_float, ws, q, v)
+    body_accelerations(body_int, body_float, ws, a)
+    body, row = frame_world_placement(body_int, body_float, ws, frame)
+    X = body_int.shape[0] * WS_COLS + SCRATCH_X
+    motion_to_child(body_float, row + FRAME_PLACEMENT, ws, body * WS_COLS + VEL, out, 0)
+    motion_to_child(body_float, row + FRAME_PLACEMENT, ws, body * WS_COLS + ACC, out, 6)
+    express_motion(ws, X, out, 0, reference)
+    express_motion(ws, X, out, 6, reference)
+    vx, vy, vz, wx, wy, wz = out[0], out[1], out[2], out[3], out[4], out[5]
+    out[6] += wy * vz - wz * vy
+    out[7] += wz * vx - wx * vz
+    out[8] += wx * vy - wy * vx
+    return OK
+
+
+@kernel
+def frame_jacobian(body_int, body_float, ws, q, frame, reference, J):
+    """J (6 x nv) with J v = the frame's twist in ``reference``: the world columns of every
+    joint above the frame (oMi S, about the world origin), moved to the frame's origin and
+    axes as the reference asks."""
+    status = configuration_status(body_int, q)
+    if status != OK:
+        return status
+    body_placements(body_int, body_float, ws, q)
+    body, _ = frame_world_placement(body_int, body_float, ws, frame)
+    s = body_int.shape[0] * WS_COLS
+    X, S, col = s + SCRATCH_X, s + SCRATCH_MOTION, s + SCRATCH_MOTION_2
+    J[:, :] = 0.0
+    b = body
+    while b > 0:
+        vi = body_int[b, VIDX]
+        for k in range(body_int[b, NVJ]):
+            motion_subspace_column(body_int[b, JTYPE], body_float, b * BODY_FLOAT_COLS, k, ws, S)
+            motion_to_parent(ws, b * WS_COLS + O, ws, S, ws, col)    # world column
+            if reference != REFERENCE_WORLD:                          # about the frame origin
+                px, py, pz = ws[X + 9], ws[X + 10], ws[X + 11]
+                wx, wy, wz = ws[col + 3], ws[col + 4], ws[col + 5]
+                ws[col] -= py * wz - pz * wy
+                ws[col + 1] -= pz * wx - px * wz
+                ws[col + 2] -= px * wy - py * wx
+            if reference == REFERENCE_LOCAL:                          # in the frame's axes
+                for r in range(6):
+                    J[r, vi + k] = 0.0
+                for r in range(3):
+                    for c in range(3):
+                        J[r, vi + k] += ws[X + 3 * c + r] * ws[col + c]
+                        J[3 + r, vi + k] += ws[X + 3 * c + r] * ws[col + 3 + c]
+            else:
+                for r in range(6):
+                    J[r, vi + k] = ws[col + r]
+        b = body_int[b, PARENT]
     return OK
 
 
@@ -119,40 +208,22 @@ def center_of_mass(body_int, body_float, ws, q, out):
 
 
 @kernel
-def center_of_mass_batch(body_int, model, ws, Q, OUT):
-    bi, bf, w, q, out = borrow(body_int), borrow(model), borrow(ws), borrow(Q), borrow(OUT)
-    for n in range(q.shape[0]):
-        status = center_of_mass(bi, bf, w, q[n], out[n])
-        if status != OK:
-            return n * STATUS_STRIDE + status
-    return OK
-
-
-@kernel
-def kinetic_energy(body_int, body_float, ws, q, qd, out):
-    """out[0] = 1/2 sum_i v_i . (I_i v_i)."""
-    status = state_status(body_int, q, qd, q[0:0])
+def kinetic_energy(body_int, body_float, ws, q, v, out):
+    """out[0] = 1/2 v^T M(q) v = 1/2 sum_i v_i . (I_i v_i) + 1/2 sum armature v^2."""
+    status = state_status(body_int, q, v, v)
     if status != OK:
         return status
-    body_velocities(body_int, body_float, ws, q, qd)
+    body_velocities(body_int, body_float, ws, q, v)
+    momentum = body_int.shape[0] * WS_COLS + SCRATCH_MOTION
     energy = 0.0
     for i in range(1, body_int.shape[0]):
-        w = i * WS_COLS
-        inertia_times_motion(body_float, i * BODY_FLOAT_COLS + INERTIA, ws, w + VEL, ws, LI)
+        w, j, vi = i * WS_COLS, i * BODY_FLOAT_COLS, body_int[i, VIDX]
+        inertia_times_motion(body_float, j + INERTIA, ws, w + VEL, ws, momentum)
         for k in range(6):
-            energy += 0.5 * ws[w + VEL + k] * ws[LI + k]
+            energy += 0.5 * ws[w + VEL + k] * ws[momentum + k]
+        for k in range(body_int[i, NVJ]):
+            energy += 0.5 * body_float[j + ARMATURE + k] * v[vi + k] * v[vi + k]
     out[0] = energy
-    return OK
-
-
-@kernel
-def kinetic_energy_batch(body_int, model, ws, Q, QD, OUT):
-    bi, bf, w, q, qd, out = (borrow(body_int), borrow(model), borrow(ws), borrow(Q), borrow(QD),
-                             borrow(OUT))
-    for n in range(q.shape[0]):
-        status = kinetic_energy(bi, bf, w, q[n], qd[n], out[n])
-        if status != OK:
-            return n * STATUS_STRIDE + status
     return OK
 
 
@@ -167,43 +238,3 @@ def potential_energy(body_int, body_float, ws, q, out):
     out[0] = -(body_float[GRAVITY] * cx + body_float[GRAVITY + 1] * cy
                + body_float[GRAVITY + 2] * cz)
     return OK
-
-
-@kernel
-def potential_energy_batch(body_int, model, ws, Q, OUT):
-    bi, bf, w, q, out = borrow(body_int), borrow(model), borrow(ws), borrow(Q), borrow(OUT)
-    for n in range(q.shape[0]):
-        status = potential_energy(bi, bf, w, q[n], out[n])
-        if status != OK:
-            return n * STATUS_STRIDE + status
-    return OK
-
-
-@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, VECTOR, VECTOR))
-def body_motions_entry(body_int, model, ws, q, qd, qdd):
-    """The compiled entry point: body_motions on borrowed views (see _jit.borrow)."""
-    return body_motions(borrow(body_int), borrow(model), borrow(ws), borrow(q), borrow(qd), borrow(qdd))
-
-
-@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, ARRAY3))
-def frame_placements_entry(body_int, model, ws, q, out):
-    """The compiled entry point: frame_placements on borrowed views (see _jit.borrow)."""
-    return frame_placements(borrow(body_int), borrow(model), borrow(ws), borrow(q), borrow(out))
-
-
-@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, VECTOR))
-def center_of_mass_entry(body_int, body_float, ws, q, out):
-    """The compiled entry point: center_of_mass on borrowed views (see _jit.borrow)."""
-    return center_of_mass(borrow(body_int), borrow(body_float), borrow(ws), borrow(q), borrow(out))
-
-
-@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, VECTOR, VECTOR))
-def kinetic_energy_entry(body_int, body_float, ws, q, qd, out):
-    """The compiled entry point: kinetic_energy on borrowed views (see _jit.borrow)."""
-    return kinetic_energy(borrow(body_int), borrow(body_float), borrow(ws), borrow(q), borrow(qd), borrow(out))
-
-
-@kernel(signature=signature(MODEL_INT, MODEL_FLOAT, VECTOR, VECTOR, VECTOR))
-def potential_energy_entry(body_int, body_float, ws, q, out):
-    """The compiled entry point: potential_energy on borrowed views (see _jit.borrow)."""
-    return potential_energy(borrow(body_int), borrow(body_float), borrow(ws), borrow(q), borrow(out))

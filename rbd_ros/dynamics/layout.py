@@ -1,74 +1,109 @@
-"""Column layout of the flat arrays that hold a model and its workspace.
+"""Column layout of the flat arrays that hold a model (constant) and its workspace (per call).
 
-A model is two arrays with one row per body (row 0 is the world / fixed root), in the
-spirit of MuJoCo's mjModel: ``body_int`` (topology and indices) and ``body_float``
-(placements, joint axes, 10-parameter inertias). The per-call workspace is one float array
-with a row per body (transforms, velocities, forces, articulated inertias) and one with a
-row per degree of freedom (Jacobian columns). Packing keeps every compiled kernel call to a
-handful of arguments: numba's dispatch costs ~70 ns per argument, more than an RNEA step.
+A model is two tables with one row per body (row 0 is the world / fixed root), in the spirit of
+MuJoCo's mjModel: ``body_int`` (topology and indices, int64) and ``body_float`` (placements,
+joint axes, armature, 10-parameter inertias, float64). The frame rows (one per link) follow the
+body rows in ``body_float``, so frame kernels need no extra argument.
 
-A rigid transform is 12 consecutive numbers: its rotation row-major, then its translation.
-Spatial vectors are 6 numbers [linear; angular]; inertias 10 numbers (see INERTIA).
-Kernels see body_float, the workspace and the dof workspace as flat 1-D arrays (row i of the
-workspace starts at i * WS_COLS) and pass a quantity as (array, offset), never as a slice or
-row view: numba reference-counts every view with an atomic NRT_incref/NRT_decref call, which
-measured ~100 calls and more than half of an RNEA before this layout.
+A workspace (``Data``, like Pinocchio's Data or MuJoCo's mjData) is one float array ``ws`` with a
+row per body plus one scratch row after them, and one array ``dof_ws`` with a row per degree of
+freedom. Each column below means one thing; scratch is the scratch row, named as scratch.
+
+Kernels see every table as a flat 1-D array (row i of the workspace starts at i * WS_COLS) and
+pass a quantity as (array, offset), never as a slice or row view: numba reference-counts every
+view with an atomic call, which measured more than half of an RNEA before this layout.
+A rigid transform is 12 numbers: its rotation row-major, then its translation. Spatial vectors
+are 6 numbers [linear; angular]; inertias 10 numbers (mass, mass * com, rotational inertia about
+the body origin: xx xy xz yy yz zz).
 """
 
-# --- body_int columns -----------------------------------------------------------------
-PARENT = 0   # parent body index (-1 for the world row)
-JTYPE = 1    # joint type code (JOINT_* below)
-QIDX = 2     # first index of the joint's coordinates in the (internal) q
-VIDX = 3     # first index of the joint's velocities in the (internal) v
-NQJ = 4      # number of coordinates of the joint
-NVJ = 5      # number of velocities of the joint
-NV_SUBTREE = 6  # velocities of the body's joint and all joints below it
+# --- body_int columns (nbody x BODY_INT_COLS) --------------------------------------------------
+PARENT = 0      # parent body index (-1 for the world row)
+JTYPE = 1       # joint type code (JOINT_* below)
+QIDX = 2        # first index of the joint's coordinates in the internal q
+VIDX = 3        # first index of the joint's velocities in the internal v
+NQJ = 4         # number of coordinates of the joint (world row: the model's internal nq)
+NVJ = 5         # number of velocities of the joint (world row: the model's internal nv)
+NV_SUBTREE = 6  # velocities of the body's joint and of every joint below it
 BODY_INT_COLS = 7
 
-# --- body_float columns ---------------------------------------------------------------
-PLACEMENT = 0  # 12: transform of the joint frame in the parent body frame (parent-from-joint)
-AXIS = 12      # 3: unit joint axis in the joint frame (planar: plane normal)
-PLANAR_E1 = 15  # 3: planar joint: first in-plane unit vector (x coordinate direction)
-PLANAR_E2 = 18  # 3: planar joint: second in-plane unit vector (y coordinate direction)
-INERTIA = 21   # 10: m, m*c (3), rotational inertia about the body origin (xx xy xz yy yz zz)
-GRAVITY = 31   # 3: row 0 only: the model's gravity vector in the world frame
-BODY_FLOAT_COLS = 34
+# --- body_float columns (nbody x BODY_FLOAT_COLS, then the frame rows) ----------------------
+PLACEMENT = 0    # 12: joint frame in the parent body frame (parent-from-joint)
+AXIS = 12        # 3: unit joint axis in the joint frame (planar: the plane normal)
+PLANAR_E1 = 15   # 3: planar joint: first in-plane unit vector (x coordinate direction)
+PLANAR_E2 = 18   # 3: planar joint: second in-plane unit vector (y coordinate direction)
+INERTIA = 21     # 10: the body's inertia (m, m c, I about the body origin)
+ARMATURE = 31    # 6: reflected rotor inertia of each of the joint's velocities (added to M's diagonal)
+GRAVITY = 37     # 3: world row only: the model's gravity vector in the world frame
+BODY_FLOAT_COLS = 40
 
-# --- frame rows (one per link), appended after the body rows of the kernels' flat float
-# model, so that frame kernels need no extra arguments ----------------------------------
+# --- frame rows (one per link), after the body rows of body_float -----------------------------
 FRAME_BODY = 0       # 1: the body the frame is fixed to (an index, exact as a float)
-FRAME_PLACEMENT = 1  # 12: transform of the frame in its body's frame (body-from-frame)
+FRAME_PLACEMENT = 1  # 12: the frame in its body's frame (body-from-frame)
 FRAME_COLS = 13
 
-# --- joint types ----------------------------------------------------------------------
+# --- joint types -------------------------------------------------------------------------------
 JOINT_ROOT = 0       # the world row
 JOINT_REVOLUTE = 1   # revolute and continuous (one angle)
 JOINT_PRISMATIC = 2
-JOINT_PLANAR = 3     # q = (x, y, theta), v = (vx, vy, wz) twist in the child frame
-JOINT_FLOATING = 4   # q = (x, y, z, qx, qy, qz, qw), v = [v; w] twist in the child frame
+JOINT_PLANAR = 3     # q = (x, y, theta), v = (vx, vy, wz): twist in the child frame
+JOINT_FLOATING = 4   # q = (x, y, z, qx, qy, qz, qw), v = [v; w]: twist in the child frame
 
-# --- workspace columns (one row per body) ---------------------------------------------
-# Ordered so the columns one algorithm touches per body sit together (ABA on a 1-DoF joint
-# reads LI..U[0:6], IA and DINV[0]): fewer cache lines per body, which matters when two
-# threads share a core's L1.
-LI = 0        # 12: parent-from-body transform (Pinocchio's liMi)
-VEL = 12      # 6: body twist in body coordinates
-ACC = 18      # 6: body spatial acceleration in body coordinates (gravity included in RNEA)
-VJ = 24       # 6: joint velocity S qd; ABA: the bias acceleration c
-PA = 30       # 6: articulated bias force (ABA), world momentum (Coriolis)
-UU = 36       # 6: u = tau - S^T pA
-U = 42        # 36: U = IA S, one 6-column per joint dof (column k at U + 6k)
-IA = 78       # 36: articulated inertia (ABA: packed upper triangle, 21), Coriolis B (6x6)
-DINV = 114    # 36: inverse of D = S^T IA S, row-major nvj x nvj (stride 6)
-O = 150       # 12: world-from-body transform (oMi)
-FRC = 162     # 6: body force / wrench in body coordinates
-IC = 168      # 10: composite (CRBA) or world-frame (Coriolis) inertia
-SCRATCH = 178  # 6: one spatial vector of scratch
-WS_COLS = 184
+# --- frame references (kinematics kernels) -----------------------------------------------------
+REFERENCE_WORLD = 0                # world axes, about the world origin
+REFERENCE_LOCAL = 1                # the frame's axes, about its origin
+REFERENCE_LOCAL_WORLD_ALIGNED = 2  # world axes, about the frame's origin
 
-# --- dof workspace columns (one row per degree of freedom) ----------------------------
-J_COL = 0     # 6: motion subspace column in the world frame
-DJ_COL = 6    # 6: its time derivative (Coriolis)
-DFDV = 12     # 6: Coriolis helper column
-AG_COL = 18   # 6: Coriolis helper column
+# --- workspace columns (one row per body, then the scratch row) --------------------------------
+# Ordered so that the columns one algorithm touches per body sit together (ABA on a 1-DoF joint
+# reads LI .. DINV): fewer cache lines per body.
+# shared by the forward passes
+LI = 0           # 12: parent-from-body transform liMi (Pinocchio's liMi)
+VEL = 12         # 6: body twist, body coordinates (world row: zero)
+ACC = 18         # 6: body spatial acceleration, body coordinates (world row: -gravity or zero)
+VJ = 24          # 6: joint twist S v
+# ABA (RBDA Table 7.1)
+ABA_C = 30       # 6: bias acceleration c = v x (S v)
+ABA_PA = 36      # 6: articulated bias force pA
+ABA_UU = 42      # 6: u = tau - S^T pA (one per joint velocity)
+ABA_U = 48       # 36: U = IA S, one 6-column per joint velocity (column k at ABA_U + 6k)
+ABA_IA = 84      # 21: articulated inertia, packed upper triangle (aba.SYM)
+ABA_DINV = 105   # 36: D^-1, D = S^T U (+ armature), row-major nvj x nvj with row stride 6
+# kinematics, RNEA, CRBA
+O = 141          # 12: world-from-body transform oMi
+FRC = 153        # 6: RNEA body force, body coordinates
+IC = 159         # 10: CRBA composite inertia, body coordinates
+# Coriolis matrix (world frame)
+COR_Y = 169      # 10: body inertia in the world frame, then composite (subtree) inertia
+COR_H = 179      # 6: world-frame momentum of the body
+COR_B = 185      # 36: the body's (then subtree's) B matrix, row-major 6x6
+WS_COLS = 221
+
+# --- the scratch row (row nbody of ws): what a pass needs for a moment, never kept -----------
+SCRATCH_X = 0          # 12: a transform (the joint transform X_J(q) before it is composed)
+SCRATCH_MOTION = 12    # 6: a motion vector (RNEA: v x vJ; a column of S; Coriolis: world twist)
+SCRATCH_MOTION_2 = 18  # 6: a second motion vector (Coriolis: a column of S)
+SCRATCH_FORCE = 24     # 6: a force vector (CRBA: F = Ic S; ABA: pa)
+SCRATCH_DOF = 30       # 6: one number per joint velocity (S^T F; u - U^T a'; J_k^T B)
+SCRATCH_D = 36         # 36: ABA's D = S^T U before its inversion, stride 6
+SCRATCH_18 = 72        # 18: three motion vectors (Coriolis: columns of B)
+SCRATCH_COLS = 90      # (< WS_COLS: the scratch row is an ordinary workspace row)
+
+# --- dof workspace columns (one row per degree of freedom; Coriolis matrix) ------------------
+COR_J = 0        # 6: the dof's motion subspace column in the world frame
+COR_DJ = 6       # 6: its time derivative
+COR_DFDV = 12    # 6: Yc dJ + Bc J of the dof
+COR_AG = 18      # 6: Yc J of the dof
 DOF_WS_COLS = 24
+
+# --- the kernel handle (data.handle, int64): where a model and a workspace live --------------
+H_BODY_INT = 0     # address of body_int
+H_NBODY = 1        # its rows (bodies, world included)
+H_BODY_FLOAT = 2   # address of body_float (frame rows included)
+H_NFLOAT = 3       # its length
+H_WS = 4           # address of ws
+H_DOF_WS = 5       # address of dof_ws
+H_NDOF = 6         # its rows (the internal nv, at least 1)
+H_DOF_PARENT = 7   # address of dof_parent (internal nv entries)
+H_ZERO_FEXT = 8    # address of a zero (nbody x 6) external-wrench table (calls without f_ext)
+HANDLE_LEN = 9

@@ -1,5 +1,6 @@
-"""The constant model: tree topology, joint models, placements, inertias and frames, compiled
-once from a URDF into flat arrays (see layout.py), plus its preallocated workspace.
+"""The constant model: tree topology, joint models, placements, inertias, armature and frames,
+compiled once from a URDF into flat arrays (see layout.py). A model never changes after it is
+built, so threads can share it; what the algorithms write goes into a workspace (data.py).
 
 Bodies joined by fixed joints are merged (inertias composed exactly), every link stays a
 frame. Joint order is depth-first from the root, children in URDF order (CONVENTIONS).
@@ -13,8 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import layout as L
+from .data import Data, ThreadData
+from .errors import InertiaError
+from .inertia import inertia_problem, nearest_valid_inertia
 from .spatial import add_inertia_to_parent
-from .urdf import read_urdf
+from .urdf import ModelWarning, raise_errors, read_urdf
 
 _JOINT_CODES = {'revolute': L.JOINT_REVOLUTE, 'continuous': L.JOINT_REVOLUTE,
                 'prismatic': L.JOINT_PRISMATIC, 'planar': L.JOINT_PLANAR,
@@ -66,12 +70,13 @@ def _planar_basis(normal):
     return e1, np.cross(normal, e1)
 
 
-def _link_inertia(link):
-    """10 parameters of a link's inertia about the link origin, in link axes."""
+def _link_inertia(link, inertia):
+    """10 parameters of a link's inertia about the link origin, in link axes; ``inertia`` is
+    its rotational inertia about the centre of mass in the <inertial> frame."""
     params = np.zeros(10)
-    if link.mass == 0.0 and not np.any(link.inertia):
+    if link.mass == 0.0 and not np.any(inertia):
         return params
-    Ic = link.com_rotation @ link.inertia @ link.com_rotation.T
+    Ic = link.com_rotation @ inertia @ link.com_rotation.T
     local = np.array([link.mass, 0, 0, 0, Ic[0, 0], Ic[0, 1], Ic[0, 2], Ic[1, 1], Ic[1, 2],
                       Ic[2, 2]])
     add_inertia_to_parent(_transform(np.eye(3), link.com_xyz), 0, local, 0, params, 0)
@@ -84,15 +89,28 @@ def _transform(E, r):
 
 
 class Model:
-    """A rigid-body model. Build it with :meth:`Model.from_urdf`; never mutate it."""
+    """A rigid-body model. Build it with :meth:`Model.from_urdf`; it never changes afterwards
+    (its arrays are read-only), so one model can serve several threads at once."""
 
-    def __init__(self, robot, floating_base=False, gravity=(0.0, 0.0, -9.81)):
+    def __init__(self, robot, floating_base=False, gravity=(0.0, 0.0, -9.81), armature=None,
+                 strict=False, repair_inertia=False):
         gravity = np.asarray(gravity, dtype=float)
         if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
             raise ValueError(f'gravity must be 3 finite numbers, got {gravity!r}')
+        self._robot = robot
+        self._options = dict(strict=strict, repair_inertia=repair_inertia)
         self.name = robot.name
         self.source = robot.source
-        self.warnings = list(robot.warnings)
+        self.warnings = list(robot.warnings)   # ModelWarning (str): doubtful but usable input
+        self.notes = list(robot.notes)         # the parser's noise (unknown tags, ...)
+        link_inertias = {name: link.inertia for name, link in robot.links.items()}
+        link_problems = {}
+        for name, link in robot.links.items():
+            problem = inertia_problem(link.inertia)
+            if problem is None and link.mass == 0.0 and np.any(link.inertia):
+                problem = 'zero mass with a non-zero rotational inertia'
+            if problem is not None:
+                link_problems[name] = problem
         self.floating_base = bool(floating_base)
         self.root_link = robot.root
         self.link_masses = {name: link.mass for name, link in robot.links.items()}
@@ -150,11 +168,19 @@ class Model:
             if body_int[i, L.PARENT] > 0:
                 body_int[body_int[i, L.PARENT], L.NV_SUBTREE] += body_int[i, L.NV_SUBTREE]
         # inertias: every link's inertia composed into its body, exactly
+        if repair_inertia:
+            for name, problem in link_problems.items():
+                if problem.startswith('zero mass'):
+                    continue
+                link_inertias[name], old, new = nearest_valid_inertia(robot.links[name].inertia)
+                link_problems[name] = (f'{problem}; repaired (repair_inertia): principal moments '
+                                       f'{_moments(old)} -> {_moments(new)}, same principal axes')
         inertia = np.zeros((nb, 10))
         for name, link in robot.links.items():
             b = link_body[name]
-            add_inertia_to_parent(_transform(link_E[name], link_r[name]), 0, _link_inertia(link),
-                                  0, inertia[b], 0)
+            add_inertia_to_parent(_transform(link_E[name], link_r[name]), 0,
+                                  _link_inertia(link, link_inertias[name]), 0, inertia[b], 0)
+        self._inertia_warnings(robot, link_problems, link_body, inertia)
         body_float[:, L.INERTIA:L.INERTIA + 10] = inertia
         body_int[0, L.NQJ], body_int[0, L.NVJ] = nq, nv   # the world row: internal sizes
         self.body_int, self.body_float = body_int, body_float
@@ -179,28 +205,144 @@ class Model:
 
         # ---- public coordinates (mimic joints removed) and joint metadata --------------
         self._build_coordinates(robot, body_rows)
+        armature_full = self._armature_per_dof(robot, body_rows, armature)
+        for i in range(1, nb):
+            vi, nvj = body_int[i, L.VIDX], body_int[i, L.NVJ]
+            body_float[i, L.ARMATURE:L.ARMATURE + nvj] = armature_full[vi:vi + nvj]
+        self._massless_joint_warnings(robot, body_rows, inertia, armature_full)
+        # the diagonal of G^T diag(armature) G: what the armature adds to the public M
+        self.armature = np.einsum('kj,k,kj->j', self.mimic_map, armature_full, self.mimic_map)
         self.total_mass = float(np.sum(inertia[1:, 0]))
         self.gravity = gravity.copy()
-        self.gravity.setflags(write=False)
-        # The kernels take the constant tables as writable, flat arrays (no row views: see
-        # layout.py): numba's dispatcher types a writable C-contiguous argument from a cache in
-        # C, a read-only one through a Python fallback (~50 ns per argument, on every call).
-        # The public attributes are read-only views of the same memory.
-        # The frame rows follow the body rows in the float table (layout.FRAME_*).
+        # The kernels take the constant tables writable and flat (numba's dispatcher types a
+        # writable C-contiguous argument from a cache in C, a read-only one through a Python
+        # fallback), through a workspace's handle (data.py). The public attributes are read-only
+        # views of the same memory. The frame rows follow the body rows (layout.FRAME_*).
         frame_rows = np.column_stack([self.frame_body.astype(float), self.frame_placement])
-        self.kernel_int, self.kernel_dof_parent = self.body_int, self.dof_parent
-        self.kernel_float = np.concatenate([self.body_float.reshape(-1), frame_rows.reshape(-1)])
-        self.body_float = self.kernel_float[:self.body_float.size].reshape(self.body_float.shape)
-        self.body_int, self.body_float, self.dof_parent, self.frame_body, self.frame_placement = (
-            _read_only(a) for a in (self.body_int, self.body_float, self.dof_parent,
-                                    self.frame_body, self.frame_placement))
-        self._allocate_workspace()
+        self._body_int = body_int
+        self._body_float = np.concatenate([body_float.reshape(-1), frame_rows.reshape(-1)])
+        self._dof_parent = self.dof_parent
+        self.body_int = _read_only(body_int)
+        self.body_float = _read_only(self._body_float[:body_float.size].reshape(body_float.shape))
+        for name in ('dof_parent', 'frame_body', 'frame_placement', 'gravity', 'armature',
+                     'lower_limits', 'upper_limits', 'velocity_limits', 'effort_limits',
+                     'damping', 'friction', 'mimic_map', 'q_full_index', 'v_full_index'):
+            setattr(self, name, _read_only(getattr(self, name)))
+        self.direct = not self.has_mimic      # public coordinates are the kernels' own
+        if strict and self.warnings:
+            raise_errors([(w.error, f'{w} (strict)') for w in self.warnings])
+        self._thread = ThreadData(self)       # each thread's default workspace
 
     # ------------------------------------------------------------------------------------
     @classmethod
-    def from_urdf(cls, path_or_xml, floating_base=False, gravity=(0.0, 0.0, -9.81)):
-        """Build a model from a URDF file path or XML text. Raises :class:`ModelError`."""
-        return cls(read_urdf(path_or_xml), floating_base=floating_base, gravity=gravity)
+    def from_urdf(cls, path_or_xml, floating_base=False, gravity=(0.0, 0.0, -9.81),
+                  strict=False, repair_inertia=False, armature=None):
+        """Build a model from a URDF file path or XML text.
+
+        What no model can be built from raises :class:`ModelError` (its message starts with
+        ``file:line:``, names the link or joint, and counts any further errors). Physically
+        doubtful but usable input (an inertia that is not physical, degenerate limits, a mimic
+        tag on a fixed joint, a broken <visual>, ...) loads and is listed in ``model.warnings``;
+        the dynamics use the description as written. ``strict=True`` raises the matching
+        ModelError (InertiaError, JointError, ...) for every warning instead. ``model.notes``
+        lists the parser's noise (unknown elements and attributes).
+
+        ``repair_inertia=True`` replaces each rotational inertia that is not physical by the
+        nearest physical one: the same principal axes, and principal moments moved to the
+        nearest (least squares) moments that are non-negative and satisfy the triangle
+        inequality; each repair is a warning naming the link and the old and new moments.
+
+        ``armature``: the reflected rotor inertia of each joint velocity (kg m^2 or kg), added
+        to the mass matrix's diagonal: a mapping {joint name: value} or an array of nv values;
+        None takes Drake's ``drake:rotor_inertia`` and ``drake:gear_ratio`` tags
+        (rotor_inertia * gear_ratio^2) where the URDF has them, else zero."""
+        return cls(read_urdf(path_or_xml), floating_base=floating_base, gravity=gravity,
+                   armature=armature, strict=strict, repair_inertia=repair_inertia)
+
+    def with_armature(self, armature):
+        """The same robot with another armature (see :meth:`from_urdf`)."""
+        return type(self)(self._robot, floating_base=self.floating_base, gravity=self.gravity,
+                          armature=armature, **self._options)
+
+    def _massless_joint_warnings(self, robot, body_rows, inertia, armature_full):
+        """A joint that moves no mass and no inertia, and has no armature, makes a zero row in
+        the mass matrix: forward dynamics fails there."""
+        body_int = self.body_int
+        subtree = inertia.copy()
+        for i in range(body_int.shape[0] - 1, 0, -1):
+            if body_int[i, L.PARENT] > 0:
+                subtree[body_int[i, L.PARENT]] += subtree[i]
+        for i in range(1, body_int.shape[0]):
+            vi, nvj = body_int[i, L.VIDX], body_int[i, L.NVJ]
+            joint = body_rows[i]['joint']
+            if np.any(subtree[i]) or np.all(armature_full[vi:vi + nvj] > 0):
+                continue
+            name = FLOATING_BASE_JOINT if joint is None else joint.name
+            where = robot.source if joint is None else f'{robot.source}:{joint.line}'
+            self.warnings.append(ModelWarning(
+                f'{where}: joint {name!r} moves no mass and no inertia (every link below it is '
+                'massless): the mass matrix is singular, forward dynamics fails', InertiaError))
+
+    def _inertia_warnings(self, robot, link_problems, link_body, inertia):
+        """Warnings for the inertias the dynamics use: each link's own (about its centre of
+        mass) and, for a link welded to others by fixed joints, the body they form. Links
+        welded to the world of a fixed-base model are never used: a note, not a warning."""
+        links_of = {}
+        for name, b in link_body.items():
+            links_of.setdefault(b, []).append(name)
+        for name, problem in link_problems.items():
+            link, b = robot.links[name], link_body[name]
+            where = f'{robot.source}:{link.line}: link {name!r}'
+            if b == 0:
+                self.notes.append(f'{where}: {problem} (not used: welded to the world of a '
+                                  'fixed-base model)')
+                continue
+            message = f'{where}: {problem}'
+            others = [n for n in links_of[b] if n != name]
+            if others:
+                lumped = _body_com_inertia(inertia[b])
+                verdict = inertia_problem(lumped)
+                message += (f'; welded by fixed joints to {len(others)} other link'
+                            f'{"s" if len(others) > 1 else ""} ({", ".join(others[:3])}'
+                            f'{", ..." if len(others) > 3 else ""}): the body they form is '
+                            + ('physical' if verdict is None else f'not physical either: {verdict}'))
+            self.warnings.append(ModelWarning(message, InertiaError))
+
+
+    def create_data(self):
+        """A new workspace for this model: pass it as ``data=`` to give a thread (or a loop)
+        its own. Calls without ``data=`` use one workspace per thread, made on first use."""
+        return Data(self)
+
+    def _armature_per_dof(self, robot, body_rows, armature):
+        """Armature of every internal velocity (mimic joints included): from ``armature``, else
+        from the URDF's Drake tags."""
+        full = np.zeros(self.nv_full)
+        dof_of = {row['joint'].name: (self.body_int[i, L.VIDX], self.body_int[i, L.NVJ])
+                  for i, row in enumerate(body_rows) if row['joint'] is not None}
+        if armature is None:
+            armature = {name: joint.armature for name, joint in robot.joints.items()
+                        if getattr(joint, 'armature', 0.0)}
+        if isinstance(armature, dict):
+            for name, value in armature.items():
+                if name == FLOATING_BASE_JOINT and self.floating_base:
+                    vi, nvj = 0, 6
+                elif name in dof_of:
+                    vi, nvj = dof_of[name]
+                else:
+                    raise ValueError(f'armature names {name!r}, which is not a moving joint of '
+                                     f'{self.name!r}')
+                values = np.broadcast_to(np.asarray(value, dtype=float), (nvj,))
+                full[vi:vi + nvj] = values
+        else:
+            values = np.asarray(armature, dtype=float)
+            if values.shape != (self.nv,):
+                raise ValueError(f'armature must be a mapping {{joint: value}} or {self.nv} '
+                                 f'values, got shape {values.shape}')
+            full[self.v_full_index] = values
+        if not np.all(np.isfinite(full)) or np.any(full < 0):
+            raise ValueError(f'armature must be finite and >= 0, got {full.tolist()}')
+        return full
 
     def _build_coordinates(self, robot, body_rows):
         joint_body = {row['joint'].name: i for i, row in enumerate(body_rows)
@@ -279,16 +421,6 @@ class Model:
             self.damping[info.v_index:info.v_index + info.nv] = info.damping
             self.friction[info.v_index:info.v_index + info.nv] = info.friction
 
-    def _allocate_workspace(self):
-        nb = self.body_int.shape[0]
-        self.ws = np.zeros((nb, L.WS_COLS))
-        self.ws[0, L.O:L.O + 9] = np.eye(3).ravel()   # the world placement, never written
-        self.dof_ws = np.zeros((max(self.nv_full, 1), L.DOF_WS_COLS))
-        self.ws_flat, self.dof_ws_flat = self.ws.reshape(-1), self.dof_ws.reshape(-1)
-        self.zero_fext = np.zeros((nb, 6))   # kernels only read these (writable: one numba type)
-        self.zero_v = np.zeros(self.nv_full)
-        self.direct = not self.has_mimic      # public coordinates are the kernels' own
-
     # ------------------------------------------------------------------------------------
     def neutral(self):
         """The neutral configuration: zeros, identity quaternions."""
@@ -321,6 +453,21 @@ class Model:
         return (f'Model({self.name!r}, {base} base, nq={self.nq}, nv={self.nv}, '
                 f'bodies={self.n_bodies}, frames={len(self.frame_names)}, '
                 f'mass={self.total_mass:.3f} kg)')
+
+
+def _moments(values):
+    return '[' + ', '.join(f'{v:.6g}' for v in values) + ']'
+
+
+def _body_com_inertia(params):
+    """Rotational inertia about the centre of mass of 10 inertia parameters."""
+    m, h = params[0], params[1:4]
+    I = np.array([[params[4], params[5], params[6]], [params[5], params[7], params[8]],
+                  [params[6], params[8], params[9]]])
+    if m <= 0:
+        return I
+    c = h / m
+    return I - m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
 
 
 def _read_only(array):

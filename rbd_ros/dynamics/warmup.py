@@ -63,15 +63,17 @@ def warm_up(verbose=True):
     return elapsed
 
 
-# Compile groups for the parallel warm-up: kernel modules whose compiles are independent
-# (no group calls another's kernels), balanced on a 2-core VM at ~30 s each of a ~60 s serial
-# compile, with batch calls that compile the groups' lazily typed batch kernels.
+# Compile groups for the parallel warm-up: entry points whose compiles are independent, balanced
+# on a 2-core VM (~half of the serial compile each), with batch calls that compile the groups'
+# lazily typed batch kernels.
 GROUPS = (
-    (('aba', 'crba', 'configuration'),
+    (('aba_entry', 'aba_fext_entry', 'crba_entry', 'integrate_entry', 'frame_placements_entry'),
      lambda model, Q, V, f_ext: (api.forward_dynamics(model, Q, V, V),
                                  api.forward_dynamics(model, Q, V, V, f_ext),
                                  api.mass_matrix(model, Q), api.integrate(model, Q, V, 0.01))),
-    (('rnea', 'kinematics', 'coriolis'),
+    (('rnea_entry', 'rnea_fext_entry', 'gravity_entry', 'coriolis_entry', 'frame_motion_entry',
+      'frame_jacobian_entry', 'center_of_mass_entry', 'kinetic_energy_entry',
+      'potential_energy_entry'),
      lambda model, Q, V, f_ext: (api.inverse_dynamics(model, Q, V, V),
                                  api.inverse_dynamics(model, Q, V, V, f_ext),
                                  api.gravity_torques(model, Q), api.coriolis_matrix(model, Q, V),
@@ -84,9 +86,9 @@ def compile_group(index):
     """Worker side (RBD_ROS_DEFER_COMPILE=1): compile one group's kernels into the cache."""
     if not _jit.DEFER_COMPILE:
         raise RuntimeError('compile_group runs in a worker started with RBD_ROS_DEFER_COMPILE=1')
-    modules, batch_calls = GROUPS[index]
+    names, batch_calls = GROUPS[index]
     for dispatcher, signature in _jit.DEFERRED:
-        if dispatcher.py_func.__module__.rsplit('.', 1)[-1] in modules:
+        if dispatcher.py_func.__name__ in names:
             dispatcher.compile(signature)
             dispatcher.disable_compile()   # as in a normal process: other types raise TypeError
     model = Model.from_urdf(_URDF.replace('<mimic joint="j1"/>', ''), floating_base=True)

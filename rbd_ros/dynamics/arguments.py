@@ -1,0 +1,150 @@
+"""What api.py does around a kernel call: validate and convert arguments, map public and internal
+coordinates (mimic joints), express external wrenches per body, run a single or batched entry
+point, and turn a kernel status into the exception that names the culprit."""
+import threading
+from collections.abc import Mapping
+
+import numpy as np
+
+from . import checks
+from ._jit import thread_count
+from .data import Data
+
+F64 = np.float64
+_THREAD_POOL = threading.Lock()   # batches run on numba's thread pool: one at a time
+
+
+def workspace(model, data):
+    """The Data a call writes into: ``data`` when given (it must be this model's), else the
+    calling thread's own."""
+    if data is None:
+        return model._thread.data
+    if not isinstance(data, Data) or data.model is not model:
+        raise ValueError('data must be a workspace of this model (model.create_data())')
+    return data
+
+
+def array(x, n, name):
+    """x as a C-contiguous, writable float64 array of shape (n,) or (N, n)."""
+    a = np.ascontiguousarray(x, dtype=F64)
+    if not a.flags.writeable:   # a read-only array is another numba type: copy, no recompile
+        a = a.copy()
+    if (a.ndim == 1 and a.shape[0] == n) or (a.ndim == 2 and a.shape[1] == n):
+        return a
+    raise ValueError(f'{name} must have shape ({n},) or (N, {n}), got {np.shape(x)}')
+
+
+def arrays(model, **named):
+    """Validate q (nq) and velocity-sized arguments: all single or all batched alike."""
+    out, batch = [], None
+    for name, value in named.items():
+        a = array(value, model.nq if name == 'q' else model.nv, name)
+        rows = a.shape[0] if a.ndim == 2 else None
+        if batch is not None and rows != batch[1]:
+            raise ValueError(f'{name} has shape {a.shape} but {batch[0]} has a different '
+                             'batch shape; pass all single or all with the same N')
+        batch = batch or (name, rows)
+        out.append(a)
+    return out
+
+
+def single(q, what):
+    """Refuse a batch where a function takes one configuration."""
+    if q.ndim != 1:
+        raise ValueError(f'{what} takes one configuration q of shape (nq,), not a batch')
+
+
+def batch_of(a):
+    return a.shape[0] if a.ndim == 2 else None
+
+
+def raise_status(status, names, batched):
+    """Raise what a kernel's status says. ``names`` name the (q, v, third) arguments."""
+    if status < 0:
+        raise RuntimeError(f'internal error: kernel status {status}')
+    row, code = divmod(int(status), checks.STATUS_STRIDE)
+    where = f' (configuration {row} of the batch)' if batched else ''
+    if code == checks.ZERO_QUATERNION:
+        raise ValueError(f'q has a zero quaternion for a floating joint{where}')
+    if code == checks.BAD_FEXT:
+        raise ValueError(f'f_ext contains NaN or inf{where}')
+    if code in (checks.BAD_Q, checks.BAD_V, checks.BAD_THIRD) and len(names) >= code:
+        raise ValueError(f'{names[code - 1]} contains NaN or inf{where}')
+    if code == checks.SINGULAR:
+        raise FloatingPointError(f'the joint-space inertia is not positive definite at this '
+                                 f'configuration (a body without mass or inertia that a joint '
+                                 f'moves?){where}')
+    if code == checks.BAD_SHAPE:
+        raise ValueError(f'an argument has the wrong shape for this model{where}')
+    raise RuntimeError(f'internal error: kernel status {status}')
+
+
+def run(entry, batch_entry, data, batch, names, *args, parallel=False):
+    """One entry point on one configuration, or its batch version on a batch; raise on a
+    non-zero status."""
+    if batch is None:
+        status = entry(data.handle, *args)
+    elif parallel:
+        with _THREAD_POOL:
+            status = batch_entry(data.handle, *args, thread_count())
+    else:
+        status = batch_entry(data.handle, *args)
+    if status:
+        raise_status(status, names, batch is not None)
+
+
+# ---- public <-> internal coordinates (mimic joints have their own internal coordinate) ------
+def full_q(model, q):
+    """Public q -> internal q."""
+    if not model.has_mimic:
+        return q
+    full = np.zeros(q.shape[:-1] + (model.nq_full,))
+    full[..., model.q_full_index] = q
+    for qf, _, ql, _, multiplier, offset in model._mimic_rows:
+        full[..., qf] = multiplier * q[..., ql] + offset
+    return full
+
+
+def full_v(model, v):
+    """Public v (or a) -> internal: v_full = G v."""
+    return v if not model.has_mimic else np.ascontiguousarray(v @ model.mimic_map.T)
+
+
+def reduce_tau(model, tau_full):
+    """Internal torques -> public: tau = G^T tau_full (a mimic joint's torque to its leader)."""
+    return tau_full if not model.has_mimic else tau_full @ model.mimic_map
+
+
+def external_wrenches(model, data, f_ext, batch):
+    """{link: [f; tau] in the link frame about its origin} -> per-body wrenches (body frame),
+    shape (nbody, 6), or (batch, nbody, 6) when a wrench has a row per configuration."""
+    if f_ext is None:
+        return data.zero_fext if batch is None else data.zero_fext[None]
+    if not isinstance(f_ext, Mapping):
+        raise ValueError('f_ext must map link names to wrenches [fx, fy, fz, tx, ty, tz]')
+    nb = model.body_int.shape[0]
+    out = np.zeros((nb, 6) if batch is None else (batch, nb, 6))
+    for link, wrench in f_ext.items():
+        if link not in model.frame_index:
+            raise ValueError(f'f_ext names unknown link {link!r}')
+        w = np.asarray(wrench, dtype=F64)
+        if w.shape not in ((6,), (batch, 6)):
+            expected = '(6,)' if batch is None else f'(6,) or ({batch}, 6)'
+            raise ValueError(f'f_ext[{link!r}] must have shape {expected}, got {w.shape}')
+        f = model.frame_index[link]
+        E = model.frame_placement[f, :9].reshape(3, 3)
+        r = model.frame_placement[f, 9:]
+        force = w[..., :3] @ E.T
+        torque = w[..., 3:] @ E.T + np.cross(r, force)
+        out[..., model.frame_body[f], :3] += force
+        out[..., model.frame_body[f], 3:] += torque
+    return out
+
+
+def frame_number(model, frame):
+    try:
+        return model.frame_index[frame]
+    except (KeyError, TypeError):
+        raise ValueError(f'unknown frame {frame!r}; frames are the URDF links: '
+                         f'{", ".join(model.frame_names[:8])}'
+                         f'{", ..." if len(model.frame_names) > 8 else ""}') from None

@@ -1,0 +1,263 @@
+"""The compiled entry points of the algorithms, single and batched: plumbing, kept out of the
+files that read like the book.
+
+Every entry point takes the data's handle (layout.H_*: the addresses of the model's tables and
+of the workspace), unpacks it into borrowed views (_jit: no reference counting) and runs one
+algorithm kernel. Single-configuration entries are compiled for exact argument types (float64,
+C-contiguous, writable), so any other argument raises TypeError and api.py takes its
+validating path. Batch entries split the rows over ``threads`` chunks, each with its own copy
+of the workspace, and return row * STATUS_STRIDE + code for the first failing row.
+"""
+from ._jit import (ARRAY3, HANDLE, INDEX, MATRIX, SCALAR, VECTOR, borrow, chunk_rows,
+                   chunk_setup, chunk_workspace, first_failure, float_view, index_view,
+                   inline_kernel, int_view, kernel, prange, signature)
+from .aba import aba
+from .checks import OK, STATUS_STRIDE
+from .configuration import integrate
+from .coriolis import coriolis_matrix
+from .crba import crba
+from .kinematics import (center_of_mass, frame_jacobian, frame_motion, frame_placements,
+                         kinetic_energy, potential_energy)
+from .layout import (BODY_INT_COLS, DOF_WS_COLS, H_BODY_FLOAT, H_BODY_INT, H_DOF_PARENT,
+                     H_DOF_WS, H_NBODY, H_NDOF, H_NFLOAT, H_WS, H_ZERO_FEXT, WS_COLS)
+from .rnea import gravity_rnea, rnea
+
+
+@inline_kernel
+def model_tables(h):
+    """(body_int, body_float, ws) of a handle, borrowed."""
+    nb = h[H_NBODY]
+    return (int_view(h[H_BODY_INT], nb, BODY_INT_COLS), float_view(h[H_BODY_FLOAT], h[H_NFLOAT]),
+            float_view(h[H_WS], (nb + 1) * WS_COLS))
+
+
+@inline_kernel
+def no_external_wrench(h):
+    """The handle's zero external-wrench table, borrowed: a call without f_ext passes one
+    argument less (numba's dispatch costs ~45 ns per array argument)."""
+    return float_view(h[H_ZERO_FEXT], h[H_NBODY] * 6).reshape((h[H_NBODY], 6))
+
+
+@inline_kernel
+def dof_tables(h):
+    """(dof_ws, dof_parent) of a handle, borrowed."""
+    n = h[H_NDOF]
+    return float_view(h[H_DOF_WS], n * DOF_WS_COLS), index_view(h[H_DOF_PARENT], n)
+
+
+# ---- single configurations -------------------------------------------------------------------
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, VECTOR))
+def rnea_entry(h, q, v, a, tau):
+    body_int, body_float, ws = model_tables(h)
+    return rnea(body_int, body_float, ws, borrow(q), borrow(v), borrow(a), no_external_wrench(h),
+                borrow(tau))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, MATRIX, VECTOR))
+def rnea_fext_entry(h, q, v, a, f_ext, tau):
+    body_int, body_float, ws = model_tables(h)
+    return rnea(body_int, body_float, ws, borrow(q), borrow(v), borrow(a), borrow(f_ext),
+                borrow(tau))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR))
+def gravity_entry(h, q, tau):
+    body_int, body_float, ws = model_tables(h)
+    return gravity_rnea(body_int, body_float, ws, borrow(q), borrow(tau))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, MATRIX))
+def crba_entry(h, q, H):
+    body_int, body_float, ws = model_tables(h)
+    return crba(body_int, body_float, ws, borrow(q), borrow(H))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, VECTOR))
+def aba_entry(h, q, v, tau, vdot):
+    body_int, body_float, ws = model_tables(h)
+    return aba(body_int, body_float, ws, borrow(q), borrow(v), borrow(tau), no_external_wrench(h),
+               borrow(vdot))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, MATRIX, VECTOR))
+def aba_fext_entry(h, q, v, tau, f_ext, vdot):
+    body_int, body_float, ws = model_tables(h)
+    return aba(body_int, body_float, ws, borrow(q), borrow(v), borrow(tau), borrow(f_ext),
+               borrow(vdot))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, MATRIX))
+def coriolis_entry(h, q, v, C):
+    body_int, body_float, ws = model_tables(h)
+    dof_ws, dof_parent = dof_tables(h)
+    return coriolis_matrix(body_int, body_float, ws, dof_ws, dof_parent, borrow(q), borrow(v),
+                           borrow(C))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, ARRAY3))
+def frame_placements_entry(h, q, out):
+    body_int, body_float, ws = model_tables(h)
+    return frame_placements(body_int, body_float, ws, borrow(q), borrow(out))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, INDEX, INDEX, VECTOR))
+def frame_motion_entry(h, q, v, a, frame, reference, out):
+    body_int, body_float, ws = model_tables(h)
+    return frame_motion(body_int, body_float, ws, borrow(q), borrow(v), borrow(a), frame,
+                        reference, borrow(out))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, INDEX, INDEX, MATRIX))
+def frame_jacobian_entry(h, q, frame, reference, J):
+    body_int, body_float, ws = model_tables(h)
+    return frame_jacobian(body_int, body_float, ws, borrow(q), frame, reference, borrow(J))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR))
+def center_of_mass_entry(h, q, out):
+    body_int, body_float, ws = model_tables(h)
+    return center_of_mass(body_int, body_float, ws, borrow(q), borrow(out))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR))
+def kinetic_energy_entry(h, q, v, out):
+    body_int, body_float, ws = model_tables(h)
+    return kinetic_energy(body_int, body_float, ws, borrow(q), borrow(v), borrow(out))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR))
+def potential_energy_entry(h, q, out):
+    body_int, body_float, ws = model_tables(h)
+    return potential_energy(body_int, body_float, ws, borrow(q), borrow(out))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, SCALAR, VECTOR))
+def integrate_entry(h, q, v, dt, out):
+    body_int, _, _ = model_tables(h)
+    return integrate(body_int, borrow(q), borrow(v), dt, borrow(out))
+
+
+# ---- batches: rows over threads (parallel) ---------------------------------------------------
+@kernel(parallel=True)
+def rnea_batch(h, Q, V, A, F_EXT, TAU, threads):
+    """F_EXT has one row, shared by all, or one per configuration."""
+    body_int, body_float, ws = model_tables(h)
+    q, v, a, f_ext, tau = borrow(Q), borrow(V), borrow(A), borrow(F_EXT), borrow(TAU)
+    rows = q.shape[0]
+    chunks, workspaces, statuses = chunk_setup(rows, threads, ws)
+    for c in prange(chunks):
+        w = chunk_workspace(workspaces, c, ws)
+        for n in chunk_rows(c, chunks, rows):
+            f = f_ext[0] if f_ext.shape[0] == 1 else f_ext[n]
+            status = rnea(body_int, body_float, w, q[n], v[n], a[n], f, tau[n])
+            if status != OK:
+                statuses[c] = n * STATUS_STRIDE + status
+                break
+    return first_failure(statuses)
+
+
+@kernel(parallel=True)
+def gravity_batch(h, Q, TAU, threads):
+    body_int, body_float, ws = model_tables(h)
+    q, tau = borrow(Q), borrow(TAU)
+    rows = q.shape[0]
+    chunks, workspaces, statuses = chunk_setup(rows, threads, ws)
+    for c in prange(chunks):
+        w = chunk_workspace(workspaces, c, ws)
+        for n in chunk_rows(c, chunks, rows):
+            status = gravity_rnea(body_int, body_float, w, q[n], tau[n])
+            if status != OK:
+                statuses[c] = n * STATUS_STRIDE + status
+                break
+    return first_failure(statuses)
+
+
+@kernel(parallel=True)
+def crba_batch(h, Q, H, threads):
+    body_int, body_float, ws = model_tables(h)
+    q, out = borrow(Q), borrow(H)
+    rows = q.shape[0]
+    chunks, workspaces, statuses = chunk_setup(rows, threads, ws)
+    for c in prange(chunks):
+        w = chunk_workspace(workspaces, c, ws)
+        for n in chunk_rows(c, chunks, rows):
+            status = crba(body_int, body_float, w, q[n], out[n])
+            if status != OK:
+                statuses[c] = n * STATUS_STRIDE + status
+                break
+    return first_failure(statuses)
+
+
+@kernel(parallel=True)
+def aba_batch(h, Q, V, TAU, F_EXT, VDOT, threads):
+    """F_EXT has one row, shared by all, or one per configuration."""
+    body_int, body_float, ws = model_tables(h)
+    q, v, tau, f_ext, vdot = borrow(Q), borrow(V), borrow(TAU), borrow(F_EXT), borrow(VDOT)
+    rows = q.shape[0]
+    chunks, workspaces, statuses = chunk_setup(rows, threads, ws)
+    for c in prange(chunks):
+        w = chunk_workspace(workspaces, c, ws)
+        for n in chunk_rows(c, chunks, rows):
+            f = f_ext[0] if f_ext.shape[0] == 1 else f_ext[n]
+            status = aba(body_int, body_float, w, q[n], v[n], tau[n], f, vdot[n])
+            if status != OK:
+                statuses[c] = n * STATUS_STRIDE + status
+                break
+    return first_failure(statuses)
+
+
+# ---- batches: rows in turn (cheap per row, or rarely batched) ---------------------------------
+@kernel
+def coriolis_batch(h, Q, V, C):
+    body_int, body_float, ws = model_tables(h)
+    dof_ws, dof_parent = dof_tables(h)
+    q, v, out = borrow(Q), borrow(V), borrow(C)
+    for n in range(q.shape[0]):
+        status = coriolis_matrix(body_int, body_float, ws, dof_ws, dof_parent, q[n], v[n], out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def center_of_mass_batch(h, Q, OUT):
+    body_int, body_float, ws = model_tables(h)
+    q, out = borrow(Q), borrow(OUT)
+    for n in range(q.shape[0]):
+        status = center_of_mass(body_int, body_float, ws, q[n], out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def kinetic_energy_batch(h, Q, V, OUT):
+    body_int, body_float, ws = model_tables(h)
+    q, v, out = borrow(Q), borrow(V), borrow(OUT)
+    for n in range(q.shape[0]):
+        status = kinetic_energy(body_int, body_float, ws, q[n], v[n], out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def potential_energy_batch(h, Q, OUT):
+    body_int, body_float, ws = model_tables(h)
+    q, out = borrow(Q), borrow(OUT)
+    for n in range(q.shape[0]):
+        status = potential_energy(body_int, body_float, ws, q[n], out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def integrate_batch(h, Q, V, dt, OUT):
+    body_int, _, _ = model_tables(h)
+    q, v, out = borrow(Q), borrow(V), borrow(OUT)
+    for n in range(q.shape[0]):
+        status = integrate(body_int, q[n], v[n], dt, out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
