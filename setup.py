@@ -18,10 +18,11 @@ setup(
         ('share/' + package_name + '/robots', glob('rbd_ros/robots/*.urdf')),
     ],
     python_requires='>=3.10',
-    install_requires=['numpy', 'scipy', 'urdfdom-py', 'PyYAML'],
+    install_requires=['numpy', 'lxml', 'PyYAML'],
     extras_require={
         'fast': ['numba'],
-        'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin'],
+        # pin (Pinocchio) is the test oracle; example-robot-data the corpus of public robots
+        'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'example-robot-data==6.0.0'],
     },
     zip_safe=True,
     maintainer='rbd_ros maintainers',

@@ -48,7 +48,7 @@ if [[ ! -x $PY ]]; then
   "$PYTHON" -m venv "$VENV"
 fi
 
-IMPORT_CHECK='import rbd_ros, rclpy, numpy, scipy, numba, urdf_parser_py, yaml, pytest, hypothesis
+IMPORT_CHECK='import rbd_ros, rclpy, numpy, lxml, numba, yaml, pytest, hypothesis, pinocchio
 import sensor_msgs.msg, geometry_msgs.msg, std_msgs.msg, trajectory_msgs.msg, diagnostic_msgs.msg
 import std_srvs.srv, nav_msgs.msg, rosgraph_msgs.msg'
 

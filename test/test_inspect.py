@@ -42,3 +42,57 @@ def test_inspect_reports_model_errors(tmp_path):
     done = run(str(bad))
     assert done.returncode == 2
     assert "joint 'j'" in done.stderr and "unknown type 'ball'" in done.stderr
+
+
+DOUBTFUL = '''<?xml version="1.0"?>
+<robot name="doubtful">
+  <link name="base"/>
+  <link name="a">
+    <inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.5"/></inertial>
+    <visual><geometry><mesh filename="a.stl" scale="2"/></geometry></visual>
+  </link>
+  <joint name="j" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
+    <limit lower="0" upper="0" effort="0" velocity="1"/></joint>
+  <gazebo reference="a"><mu1>1</mu1></gazebo>
+  <foo/>
+  <link name="b" color="red"/>
+  <joint name="k" type="fixed"><parent link="a"/><child link="b"/></joint>
+</robot>'''
+
+
+def test_inspect_groups_warnings_and_summarises_parser_noise(tmp_path):
+    path = tmp_path / 'doubtful.urdf'
+    path.write_text(DOUBTFUL)
+    done = run(str(path))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    section = out[out.index('validation warnings'):out.index('sample pose')]
+    assert "  link 'a'\n    line 4: principal moments" in section
+    assert 'line 6: <visual>: mesh scale="2" has one number' in section
+    joint_block = section[section.index("  joint 'j'\n    line 9: "):]
+    assert 'effort limit 0' in joint_block and 'lower == upper' in joint_block
+    assert 'parser notes: 2 elements or attributes ignored' in section
+    assert '(foo)' in section and 'color' not in section.split('parser notes')[0]
+    verbose = run(str(path), '--verbose').stdout
+    assert "unknown attribute 'color' ignored" in verbose and '<foo> ignored' in verbose
+
+
+def test_inspect_strict_makes_warnings_fatal(tmp_path):
+    path = tmp_path / 'doubtful.urdf'
+    path.write_text(DOUBTFUL)
+    done = run(str(path), '--strict')
+    assert done.returncode == 2 and 'does not load: 4 errors' in done.stderr
+    assert 'triangle inequality' in done.stderr and 'lower == upper' in done.stderr
+    assert run(os.path.join(ROBOTS, 'solo12.urdf'), '--strict').returncode == 0
+
+
+def test_inspect_lists_every_error_and_a_missing_file_in_one_line(tmp_path):
+    bad = tmp_path / 'bad.urdf'
+    bad.write_text('<robot name="x"><link name="a"/><link name="a"/><joint name="j" type="ball">'
+                   '<parent link="a"/><child link="b"/></joint><link name="b"/></robot>')
+    done = run(str(bad))
+    assert done.returncode == 2 and 'does not load: 2 errors' in done.stderr
+    assert "duplicate link name 'a'" in done.stderr and "unknown type 'ball'" in done.stderr
+    missing = run(str(tmp_path / 'nope.urdf'))
+    assert missing.returncode == 2 and missing.stdout == ''
+    assert missing.stderr.strip() == f'error: {tmp_path / "nope.urdf"}: no such file'
