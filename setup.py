@@ -32,9 +32,9 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'dynamics_node = rbd_ros.dynamics_node:main',
-            'frames_node = rbd_ros.frames_node:main',
-            'sim_node = rbd_ros.sim_node:main',
+            'dynamics_node = rbd_ros.nodes.dynamics:main',
+            'frames_node = rbd_ros.nodes.frames:main',
+            'sim_node = rbd_ros.nodes.sim:main',
             'bringup = rbd_ros.bringup:main',
             'warmup = rbd_ros.warmup:main',
         ],

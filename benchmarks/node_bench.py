@@ -13,7 +13,7 @@ test run side by side, on the same transport, QoS and executor type:
    its input topic as it is on two topics, nothing else -- the baseline of a plain rclpy node
    with dynamics_node's two outputs per input, so that this driver receives the same message
    rate from both;
-2. ``dynamics_node`` (``python -m rbd_ros.dynamics_node``) on the bundled 7-DoF arm with gravity,
+2. ``dynamics_node`` (``python -m rbd_ros.nodes.dynamics``) on the bundled 7-DoF arm with gravity,
    forward dynamics and diagnostics on, reading ``joint_states``: ``~/gravity_torques`` and
    ``~/forward_dynamics`` carry the input's stamp.
 
@@ -140,7 +140,8 @@ def relay_main() -> int:
     from rclpy.executors import ExternalShutdownException
     from sensor_msgs.msg import JointState
 
-    from rbd_ros.ros_conversions import OUTPUT_QOS, joint_states_qos, make_executor, spin
+    from rbd_ros.ros.node import make_executor, spin
+    from rbd_ros.ros.qos import OUTPUT_QOS, joint_states_qos
 
     rclpy.init()
     node = rclpy.create_node(RELAY_NODE)
@@ -193,7 +194,7 @@ class Driver:
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
 
-        from rbd_ros.ros_conversions import make_executor
+        from rbd_ros.ros.node import make_executor
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
@@ -270,7 +271,7 @@ class Driver:
         """The latest /diagnostics key-values of ``node_name`` (filled in place)."""
         from diagnostic_msgs.msg import DiagnosticArray
 
-        from rbd_ros.ros_conversions import OUTPUT_QOS
+        from rbd_ros.ros.qos import OUTPUT_QOS
         latest: dict = {}
 
         def on_diag(msg):
@@ -577,14 +578,14 @@ def run(duration: float, warmup: float, starts: int, transport: str, block: floa
         from sensor_msgs.msg import JointState
         from trajectory_msgs.msg import JointTrajectory
 
-        from rbd_ros.ros_conversions import load_model
+        from rbd_ros.ros.robot import load_robot
         try:
             rclpy_version = version('ros-rclpy')
         except PackageNotFoundError:
             rclpy_version = '?'
 
         # the JointState joints, as dynamics_node itself reads them from the URDF
-        names = list(load_model(ARM_URDF.read_text(), False, (0.0, 0.0, -9.81)).joint_names)
+        names = list(load_robot(ARM_URDF.read_text()).joint_names)
         driver = Driver(names, rate)
         info = dict(env_info, machine=f'{platform.machine()}, {os.cpu_count()} cores, '
                     f'{platform.platform(terse=True)}',
@@ -598,7 +599,7 @@ def run(duration: float, warmup: float, starts: int, transport: str, block: floa
         gc.collect()
         gc.disable()
         params = dynamics_params_file(tmp)
-        node_argv = [sys.executable, '-m', 'rbd_ros.dynamics_node', '--ros-args',
+        node_argv = [sys.executable, '-m', 'rbd_ros.nodes.dynamics', '--ros-args',
                      '--params-file', params]
         relay_argv = [sys.executable, '-m', 'benchmarks.node_bench', '--relay']
 

@@ -8,8 +8,8 @@ started, unless ``--nodes`` picks them.
     bringup [CONFIG.yaml] [--urdf PATH] [--nodes sim,dynamics,frames] [--duration S]
             [--ros-args ...]
 
-``--urdf`` reads a URDF file into every node's ``robot_description`` parameter (without it, the
-nodes take the latched ``robot_description`` topic or the YAML's value).
+``--urdf`` gives every node the URDF file (its ``robot_description_file`` parameter); without it,
+the nodes take the YAML's value or the latched ``robot_description`` topic.
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 NODE_CLASSES = {
-    'dynamics': ('rbd_ros.dynamics_node', 'DynamicsNode', 'rbd_dynamics'),
-    'frames': ('rbd_ros.frames_node', 'FramesNode', 'rbd_frames'),
-    'sim': ('rbd_ros.sim_node', 'SimNode', 'rbd_sim'),
+    'dynamics': ('rbd_ros.nodes.dynamics', 'DynamicsNode', 'rbd_dynamics'),
+    'frames': ('rbd_ros.nodes.frames', 'FramesNode', 'rbd_frames'),
+    'sim': ('rbd_ros.nodes.sim', 'SimNode', 'rbd_sim'),
 }
 #: the remapping that closes the loop (as in launch/sim.launch.py)
 CLOSE_LOOP_REMAP = '~/effort_commands:=/rbd_dynamics/effort_commands'
@@ -69,11 +69,13 @@ def nodes_in_config(config: str | pathlib.Path | None) -> list[str]:
 
 
 def create_nodes(which: Iterable[str], *, config=None, urdf_xml: str | None = None,
+                 urdf_path: str | None = None,
                  overrides: Mapping[str, Mapping[str, Any]] | None = None, context=None,
                  namespace: str | None = None) -> list:
     """Instantiate the nodes ``which`` (keys of NODE_CLASSES) in ``context``, in START_ORDER.
     Parameters: the YAML ``config`` (a ROS parameters file), then ``urdf_xml`` as
-    robot_description, then ``overrides[key]`` ({name: value}), later ones winning. With both
+    robot_description or ``urdf_path`` as robot_description_file, then ``overrides[key]``
+    ({name: value}), later ones winning. With both
     sim and dynamics, the loop is closed: the simulator's ~/effort_commands is remapped to the
     dynamics node's (so ``command_source`` on rbd_dynamics drives the simulated robot)."""
     import importlib
@@ -89,6 +91,8 @@ def create_nodes(which: Iterable[str], *, config=None, urdf_xml: str | None = No
             params = {}
             if urdf_xml is not None:
                 params['robot_description'] = urdf_xml
+            if urdf_path is not None:
+                params['robot_description_file'] = str(urdf_path)
             params.update((overrides or {}).get(key, {}))
             cli_args = ['--ros-args']
             if config:
@@ -119,11 +123,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(args: list[str] | None = None) -> int:
-    import rclpy
-    from rclpy.executors import ExternalShutdownException
     from rclpy.utilities import remove_ros_args
 
-    from rbd_ros.ros_conversions import make_executor, spin
+    from rbd_ros.ros.node import run
 
     argv = sys.argv if args is None else ['bringup', *args]
     opts = parse_args(remove_ros_args(argv)[1:])
@@ -134,31 +136,15 @@ def main(args: list[str] | None = None) -> int:
         print(f'bringup: nothing to start (unknown nodes {unknown}; choose from '
               f'{", ".join(START_ORDER)})', file=sys.stderr)
         return 2
-    urdf_xml = None
+    urdf_path = None
     if opts.urdf:
-        path = default_urdf() if opts.urdf == 'bundled' else pathlib.Path(opts.urdf)
-        urdf_xml = path.read_text()
-
-    rclpy.init(args=argv)
-    nodes, executor = [], None
-    try:
-        nodes = create_nodes(which, config=config, urdf_xml=urdf_xml)
-        executor = make_executor()
-        for node in nodes:
-            executor.add_node(node)
-        spin(executor, duration=opts.duration)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ValueError as exc:   # invalid parameters
-        print(f'bringup: {exc}', file=sys.stderr)
-        return 2
-    finally:
-        if executor is not None:
-            executor.shutdown()
-        for node in nodes:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+        urdf_path = default_urdf() if opts.urdf == 'bundled' else pathlib.Path(opts.urdf)
+        if not urdf_path.is_file():
+            print(f'bringup: --urdf {opts.urdf}: no such file', file=sys.stderr)
+            return 2
+    return run(lambda context: create_nodes(which, config=config, urdf_path=urdf_path,
+                                            context=context),
+               argv, name='bringup', duration=opts.duration)
 
 
 if __name__ == '__main__':

@@ -28,7 +28,7 @@ class Monitor:
         from tf2_msgs.msg import TFMessage
         from trajectory_msgs.msg import JointTrajectory
 
-        from rbd_ros.ros_conversions import OUTPUT_QOS, TF_QOS
+        from rbd_ros.ros.qos import OUTPUT_QOS, TF_QOS
 
         self.q0 = q0_by_name
         self.state = self.gravity = self.fd = None
@@ -86,89 +86,80 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     import rclpy
-    from rclpy.executors import ExternalShutdownException
 
     from rbd_ros.bringup import create_nodes, default_urdf
-    from rbd_ros.ros_conversions import load_model, make_executor
+    from rbd_ros.ros.node import run
+    from rbd_ros.ros.robot import load_robot
 
     opts = parse_args(sys.argv[1:] if argv is None else argv)
     urdf = opts.urdf or str(default_urdf())
-    xml = open(urdf).read()
-    loaded = load_model(xml, False, (0.0, 0.0, -9.81))
-    names = list(loaded.joint_names)
+    try:
+        robot = load_robot(open(urdf).read(), path=urdf)
+    except (OSError, ValueError) as exc:
+        print(f'demo: {urdf}: {exc}', file=sys.stderr)
+        return 2
+    names = list(robot.joint_names)
     if opts.pose:
         pose = [float(x) for x in opts.pose.split(',')]
     elif opts.urdf is None and len(names) == len(DEMO_POSE):
         pose = list(DEMO_POSE)
     else:
         pose = [0.0] * len(names)
-    pose = list(np.clip(pose, loaded.lower, loaded.upper))
+    pose = list(np.clip(pose, robot.lower, robot.upper))
     tty = sys.stdout.isatty()
 
-    print(f'rbd_ros demo: {loaded.model.name} ({len(names)} joints, '
-          f'{loaded.model.total_mass:.2f} kg) from {urdf}')
+    print(f'rbd_ros demo: {robot.model.name} ({len(names)} joints, '
+          f'{robot.model.total_mass:.2f} kg) from {urdf}')
     print('bringup: rbd_sim + rbd_dynamics (command_source: gravity) + rbd_frames, one process; '
           f'running {opts.duration:g} s (Ctrl-C stops)')
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    nodes, executor, monitor_node = [], None, None
-    interrupted = False
-    t_start = time.monotonic()
-    try:
-        nodes = create_nodes(['sim', 'dynamics', 'frames'], context=context, urdf_xml=xml,
+    made = {}
+
+    def make(context):
+        nodes = create_nodes(['sim', 'dynamics', 'frames'], context=context, urdf_path=urdf,
                              overrides={'sim': {'initial_positions': pose,
                                                 'wait_for_command': True,
                                                 'command_joints': names},
                                         'dynamics': {'command_source': 'gravity',
                                                      'command_joints': names}})
-        sim = nodes[0]
         monitor_node = rclpy.create_node('rbd_demo_monitor', context=context)
-        monitor = Monitor(monitor_node, dict(zip(names, pose)))
-        executor = make_executor(context)
-        for node in [*nodes, monitor_node]:
-            executor.add_node(node)
-        printed = 0
-        next_print = time.monotonic() + 0.5
-        while time.monotonic() - t_start < opts.duration:
-            executor.spin_once(timeout_sec=0.05)
-            if time.monotonic() >= next_print:
-                rows = monitor.table(sim.sim_time)
-                if tty and printed:
-                    sys.stdout.write(f'\x1b[{printed}A')
-                sys.stdout.write('\n'.join(r + ('\x1b[K' if tty else '') for r in rows) + '\n')
-                sys.stdout.flush()
-                printed = len(rows)
-                next_print += 0.5 if tty else 1.0
-    except (KeyboardInterrupt, ExternalShutdownException):
-        interrupted = True
-    finally:
-        wall = time.monotonic() - t_start
-        summary = None
-        if len(nodes) >= 2 and monitor_node is not None:
-            p50, p99 = nodes[1].stats.compute_percentiles_us()
-            summary = [
-                '',
-                'summary' + (' (interrupted)' if interrupted else ''),
-                f'  wall time {wall:.1f} s, simulated {nodes[0].sim_time:.3f} s '
-                f'({nodes[0].steps} steps of {1e3 * nodes[0].dt:g} ms, '
-                f'{nodes[0].params["integrator"]})',
-                '  messages: ' + ', '.join(f'{k} {v}' for k, v in monitor.counts.items()),
-                f'  dynamics compute time per call: p50 {p50:.1f} us, p99 {p99:.1f} us',
-                f'  rejected inputs: dynamics {sum(nodes[1].stats.rejected.values())}, '
-                f'sim {sum(nodes[0].stats.rejected.values())}',
-                f'  arm held by gravity compensation: max |q - q0| = {monitor.max_dev:.2e} rad',
-            ]
-        if executor is not None:
-            executor.shutdown()
-        for node in [*nodes, *([monitor_node] if monitor_node else [])]:
-            node.destroy_node()
-        context.try_shutdown()
-    if summary:
-        print('\n'.join(summary))
-    ok = summary is not None and monitor.counts['gravity_torques'] > 0
-    if not ok and not interrupted:
+        made.update(nodes=nodes, monitor=Monitor(monitor_node, dict(zip(names, pose))))
+        return [*nodes, monitor_node]
+
+    printed = [0]
+
+    def show():
+        rows = made['monitor'].table(made['nodes'][0].sim_time)
+        if tty and printed[0]:
+            sys.stdout.write(f'\x1b[{printed[0]}A')
+        sys.stdout.write('\n'.join(r + ('\x1b[K' if tty else '') for r in rows) + '\n')
+        sys.stdout.flush()
+        printed[0] = len(rows)
+
+    t_start = time.monotonic()
+    status = run(make, [sys.argv[0]], name='demo', duration=opts.duration, on_tick=show,
+                 tick_period=0.5 if tty else 1.0)
+    if status or 'nodes' not in made:
+        return status or 1
+    wall = time.monotonic() - t_start
+    sim, dyn = made['nodes'][0], made['nodes'][1]
+    monitor = made['monitor']
+    interrupted = wall < opts.duration - 0.5
+    p50, p99 = dyn.stats.compute_percentiles_us()
+    print('\n'.join([
+        '',
+        'summary' + (' (interrupted)' if interrupted else ''),
+        f'  wall time {wall:.1f} s, simulated {sim.sim_time:.3f} s '
+        f'({sim.steps} steps of {1e3 * sim.dt:g} ms, {sim.params["integrator"]})',
+        '  messages: ' + ', '.join(f'{k} {v}' for k, v in monitor.counts.items()),
+        f'  dynamics compute time per call: p50 {p50:.1f} us, p99 {p99:.1f} us',
+        f'  rejected inputs: dynamics {sum(dyn.stats.rejected.values())}, '
+        f'sim {sum(sim.stats.rejected.values())}',
+        f'  arm held by gravity compensation: max |q - q0| = {monitor.max_dev:.2e} rad',
+    ]))
+    if monitor.counts['gravity_torques'] == 0 and not interrupted:
         print('demo: no gravity torques were received', file=sys.stderr)
-    return 0 if ok or interrupted else 1
+        return 1
+    return 0
 
 
 if __name__ == '__main__':

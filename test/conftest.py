@@ -88,7 +88,7 @@ class RosHarness:
 
     def collect(self, msg_type, topic, qos=None):
         """Subscribe on the probe node; returns a list that fills with received messages."""
-        from rbd_ros.ros_conversions import OUTPUT_QOS
+        from rbd_ros.ros.qos import OUTPUT_QOS
         box = []
         self.probe.create_subscription(msg_type, topic, box.append, qos or OUTPUT_QOS)
         return box
@@ -96,7 +96,7 @@ class RosHarness:
     def publisher(self, msg_type, topic, qos=None, wait_for=None):
         """A probe publisher; with ``wait_for`` (a number of subscriptions), wait until that many
         subscribers have matched."""
-        from rbd_ros.ros_conversions import OUTPUT_QOS
+        from rbd_ros.ros.qos import OUTPUT_QOS
         pub = self.probe.create_publisher(msg_type, topic, qos or OUTPUT_QOS)
         if wait_for:
             wait_until(lambda: pub.get_subscription_count() >= wait_for,

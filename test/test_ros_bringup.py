@@ -37,9 +37,13 @@ def child_env():
     return env
 
 
+MODULES = {'dynamics_node': 'rbd_ros.nodes.dynamics', 'frames_node': 'rbd_ros.nodes.frames',
+           'sim_node': 'rbd_ros.nodes.sim', 'bringup': 'rbd_ros.bringup'}
+
+
 def script(name):
     path = BIN / name
-    return [str(path)] if path.exists() else [sys.executable, '-m', f'rbd_ros.{name}']
+    return [str(path)] if path.exists() else [sys.executable, '-m', MODULES[name]]
 
 
 def test_dynamics_node_process_serves_and_stops_on_ctrl_c(ros, tmp_path):
@@ -93,10 +97,9 @@ def test_bringup_process_from_yaml(tmp_path):
 
 
 def test_config_yaml_declares_every_parameter():
-    from rbd_ros import dynamics_node, frames_node, sim_node
+    from rbd_ros.nodes import dynamics, frames, sim
     data = yaml.safe_load(bringup.default_config().read_text())
-    for name, module in (('rbd_dynamics', dynamics_node), ('rbd_frames', frames_node),
-                         ('rbd_sim', sim_node)):
+    for name, module in (('rbd_dynamics', dynamics), ('rbd_frames', frames), ('rbd_sim', sim)):
         assert set(data[name]['ros__parameters']) == set(module.PARAMS), name
         for key, value in data[name]['ros__parameters'].items():
             assert value == module.PARAMS[key].default, (name, key)

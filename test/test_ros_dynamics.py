@@ -19,8 +19,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 import rbd_ros.dynamics as rbd  # noqa: E402
 from conftest import ARM, QUAD2, TREE3, js, publish_until, wait_until  # noqa: E402
-from rbd_ros.dynamics_node import DynamicsNode  # noqa: E402
-from rbd_ros.ros_conversions import LATCHED_QOS  # noqa: E402
+from rbd_ros.nodes.dynamics import DynamicsNode  # noqa: E402
+from rbd_ros.ros.qos import LATCHED_QOS  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -185,7 +185,7 @@ def test_floating_base_model(ros):
     lin, ang = odom.twist.twist.linear, odom.twist.twist.angular
     lin.x, lin.y, lin.z, ang.x, ang.y, ang.z = 0.1, 0.2, -0.3, 0.4, -0.5, 0.6
     base.publish(odom)
-    wait_until(lambda: ros.nodes[-1]._base is not None, what='base state received')
+    wait_until(lambda: ros.nodes[-1].base is not None, what='base state received')
     assert not gravity   # nothing published before the base state
     states.publish(js(names, qj, vj, tau_j, sec=2))
     wait_until(lambda: gravity and fd, what='floating-base outputs')
@@ -224,7 +224,7 @@ def test_bad_input_is_rejected_counted_and_survived(ros):
     assert gravity[1].header.stamp.sec == 20
     assert dict(node.stats.rejected) == {'length_mismatch': 1, 'non_finite': 2,
                                          'time_backwards': 1}
-    assert node.stats.unknown_names['ghost'] == 1
+    assert node.stats.unknown_name_count == 1 and node.stats.unknown_name_sample == ['ghost']
     # reference with a bad shape / no points / NaN
     ref = ros.publisher(JointTrajectory, '/rbd_dynamics/reference', RELIABLE, wait_for=1)
     ref.publish(JointTrajectory(joint_names=names))
@@ -263,10 +263,10 @@ def test_description_from_topic_replaced_and_bad_one_ignored(ros):
     # a description that fails to parse keeps the previous model
     desc.publish(String(data='<robot name="broken"><link name="a"/>'))
     wait_until(lambda: node.stats.description_errors == 1, what='description error')
-    assert node.runtime.loaded.model.name == 'tree3'
+    assert node.runtime.robot.model.name == 'tree3'
     # replaced at run time by the arm
     desc.publish(String(data=ARM))
-    wait_until(lambda: node.runtime.loaded.model.name == 'rbd_arm7', what='model swap')
+    wait_until(lambda: node.runtime.robot.model.name == 'rbd_arm7', what='model swap')
     arm = rbd.Model.from_urdf(ARM)
     q = np.linspace(0.1, 0.7, 7)
     pub.publish(js(arm.joint_names, q, sec=2))
@@ -282,17 +282,20 @@ def test_description_from_parameter_replaced_at_run_time(ros):
     desc = ros.publisher(String, 'robot_description', LATCHED_QOS)
     desc.publish(String(data=TREE3))
     result = node.set_parameters([Parameter('robot_description', value='<robot')])[0]
-    assert result.successful   # accepted as a value, but the model stays
-    assert node.runtime.loaded.model.name == 'rbd_arm7' and node.stats.description_errors == 1
+    # refused when set (robot_state_publisher's behaviour): the parameter still describes the
+    # running model
+    assert not result.successful and 'malformed XML' in result.reason
+    assert node.get_parameter('robot_description').value == ARM
+    assert node.runtime.robot.model.name == 'rbd_arm7' and node.stats.description_errors == 1
     assert node.set_parameters([Parameter('robot_description', value=TREE3)])[0].successful
-    assert node.runtime.loaded.model.name == 'tree3'
+    assert node.runtime.robot.model.name == 'tree3'
     tree = rbd.Model.from_urdf(TREE3)
     pub = ros.publisher(JointState, 'joint_states', RELIABLE, wait_for=1)
     q = [0.1, 0.2, 0.3, 0.05]
     pub.publish(js(tree.joint_names, q, sec=1))
     wait_until(lambda: gravity, what='output of the new model')
     assert close(gravity[0].effort, rbd.gravity_torques(tree, np.array(q)))
-    assert node.runtime.loaded.generation == 2
+    assert node.runtime.robot.generation == 2
 
 
 def test_invalid_parameters_raise():

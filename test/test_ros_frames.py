@@ -12,8 +12,9 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 
 import rbd_ros.dynamics as rbd  # noqa: E402
 from conftest import ARM, QUAD2, TREE3, js, publish_until, wait_until  # noqa: E402
-from rbd_ros.frames_node import FramesNode  # noqa: E402
-from rbd_ros.ros_conversions import LATCHED_QOS, TF_QOS, transform_to_matrix  # noqa: E402
+from rbd_ros.nodes.frames import FramesNode  # noqa: E402
+from rbd_ros.ros.messages import transform_to_matrix  # noqa: E402
+from rbd_ros.ros.qos import LATCHED_QOS, TF_QOS  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -97,7 +98,7 @@ def test_description_topic_swap_republishes_static(ros):
     wait_until(lambda: static, what='/tf_static for tree3')
     desc.publish(String(data='not a urdf'))
     wait_until(lambda: node.stats.description_errors == 1, what='description error')
-    assert node.runtime.loaded.model.name == 'tree3'
+    assert node.runtime.robot.model.name == 'tree3'
     desc.publish(String(data=ARM))
     wait_until(lambda: len(static) == 2, what='/tf_static for the arm')
     assert {t.child_frame_id for t in static[1].transforms} == {'base_link', 'tool0'}

@@ -16,8 +16,8 @@ from std_srvs.srv import Trigger  # noqa: E402
 import rbd_ros.dynamics as rbd  # noqa: E402
 from conftest import ARM, wait_until  # noqa: E402
 from rbd_ros.bringup import CLOSE_LOOP_REMAP  # noqa: E402
-from rbd_ros.dynamics_node import DynamicsNode  # noqa: E402
-from rbd_ros.sim_node import SimNode  # noqa: E402
+from rbd_ros.nodes.dynamics import DynamicsNode  # noqa: E402
+from rbd_ros.nodes.sim import SimNode  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -128,12 +128,14 @@ def test_bad_commands_rejected_clock_published(ros):
 
 def test_bad_description_and_invalid_parameters(ros):
     sim = ros.start(SimNode, {'robot_description': ARM})
-    sim.set_parameters([Parameter('robot_description', value='<robot/>')])
-    assert sim.runtime.loaded.model.name == 'rbd_arm7' and sim.stats.description_errors == 1
+    result = sim.set_parameters([Parameter('robot_description', value='<robot/>')])[0]
+    assert not result.successful and 'no <link>' in result.reason
+    assert sim.runtime.robot.model.name == 'rbd_arm7' and sim.stats.description_errors == 1
     with pytest.raises(ValueError, match='integrator'):
         SimNode(context=ros.context, node_name='sim_bad', parameter_overrides=[
             Parameter('integrator', value='leapfrog')])
-    # initial_positions of the wrong length: the model is refused (logged), the node lives
-    bad = ros.start(SimNode, {'robot_description': ARM, 'initial_positions': [0.1, 0.2]},
-                    node_name='sim_bad2')
-    assert bad.runtime is None and 'initial_positions' in bad.stats.last_error
+    # initial_positions of the wrong length: the node refuses to start, naming the parameter
+    with pytest.raises(ValueError, match='parameter robot_description: initial_positions has 2'):
+        SimNode(context=ros.context, node_name='sim_bad2', parameter_overrides=[
+            Parameter('robot_description', value=ARM),
+            Parameter('initial_positions', value=[0.1, 0.2])])

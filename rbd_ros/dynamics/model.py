@@ -229,8 +229,10 @@ class Model:
                      'damping', 'friction', 'mimic_map', 'q_full_index', 'v_full_index'):
             setattr(self, name, _read_only(getattr(self, name)))
         self.direct = not self.has_mimic      # public coordinates are the kernels' own
-        if strict and self.warnings:
-            raise_errors([(w.error, f'{w} (strict)') for w in self.warnings])
+        fatal = [w for w in self.warnings if strict == 'kinematics' and w.kinematic
+                 or strict is True]
+        if fatal:
+            raise_errors([(w.error, f'{w} (strict)') for w in fatal])
         self._thread = ThreadData(self)       # each thread's default workspace
 
     # ------------------------------------------------------------------------------------
@@ -244,8 +246,9 @@ class Model:
         doubtful but usable input (an inertia that is not physical, degenerate limits, a mimic
         tag on a fixed joint, a broken <visual>, ...) loads and is listed in ``model.warnings``;
         the dynamics use the description as written. ``strict=True`` raises the matching
-        ModelError (InertiaError, JointError, ...) for every warning instead. ``model.notes``
-        lists the parser's noise (unknown elements and attributes).
+        ModelError (InertiaError, JointError, ...) for every warning instead;
+        ``strict='kinematics'`` only for those that bear on kinematics (frame poses).
+        ``model.notes`` lists the parser's noise (unknown elements and attributes).
 
         ``repair_inertia=True`` replaces each rotational inertia that is not physical by the
         nearest physical one: the same principal axes, and principal moments moved to the

@@ -22,6 +22,7 @@ import numpy as np
 from lxml import etree
 
 from .errors import InertiaError, JointError, ModelError, TopologyError, URDFSyntaxError
+from .rotations import quaternion_to_matrix, rpy_to_matrix
 
 JOINT_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating', 'planar')
 MOVING_1DOF = ('revolute', 'continuous', 'prismatic')
@@ -114,24 +115,6 @@ class RobotRecord:
     child_joints: dict   # link name -> [joint names] in URDF order
     warnings: list       # ModelWarning
     notes: list          # str: the parser's noise
-
-
-def rpy_to_matrix(rpy):
-    """URDF fixed-axis roll-pitch-yaw: R = Rz(yaw) Ry(pitch) Rx(roll)."""
-    r, p, y = rpy
-    cr, sr, cp, sp, cy, sy = (math.cos(r), math.sin(r), math.cos(p), math.sin(p),
-                              math.cos(y), math.sin(y))
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
-
-
-def quaternion_to_matrix(x, y, z, w):
-    n = math.sqrt(x * x + y * y + z * z + w * w)
-    x, y, z, w = x / n, y / n, z / n, w / n
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 def read_text(path_or_xml):

@@ -1,5 +1,5 @@
-"""rbd_ros.ros_conversions without DDS: model snapshot, joint-state merging and validation,
-quaternion conversion, parameter validation."""
+"""The ROS plumbing (rbd_ros.ros) without DDS: the loaded robot, joint-state merging and
+validation, the byte-level fast path, conversions, parameter validation."""
 import math
 
 import numpy as np
@@ -12,12 +12,16 @@ from sensor_msgs.msg import JointState  # noqa: E402
 
 import rbd_ros.dynamics as rbd  # noqa: E402
 from conftest import QUAD2, TREE3, js  # noqa: E402
-from rbd_ros import ros_conversions as rc  # noqa: E402
+from rbd_ros.dynamics import rotations  # noqa: E402
+from rbd_ros.ros import joint_states, messages, params, qos  # noqa: E402
+from rbd_ros.ros.joint_states import JointStateMerger, Rejected  # noqa: E402
+from rbd_ros.ros.robot import load_robot  # noqa: E402
+from rbd_ros.ros.wire import JointStateDecoder, SerializedMessage  # noqa: E402
 
 
 
-def test_load_model_indices_match_core():
-    lm = rc.load_model(TREE3, False, (0, 0, -9.81))
+def test_load_robot_indices_match_core():
+    lm = load_robot(TREE3)
     model = lm.model
     assert lm.joint_names == tuple(model.joint_names)   # all single-DoF here
     for name, qi in zip(lm.joint_names, lm.q_index):
@@ -25,12 +29,26 @@ def test_load_model_indices_match_core():
     assert lm.mimic_names == ('finger_joint',)
     q = np.array([0.3, -0.2, 1.0, 0.05])
     assert lm.mimic_positions(q)[0] == pytest.approx(model.mimic_positions(q)['finger_joint'])
-    assert lm.lower[lm.name_to_slot['j1']] == -2.5
-    assert math.isinf(lm.upper[lm.name_to_slot['j2']])   # continuous
+    assert lm.lower[lm.slot['j1']] == -2.5
+    assert math.isinf(lm.upper[lm.slot['j2']])   # continuous
+    assert list(lm.continuous) == [model.joint[n].type == 'continuous' for n in lm.joint_names]
 
 
-def test_load_model_floating_base():
-    lm = rc.load_model(QUAD2, True, (0, 0, -9.81))
+def test_limits_have_one_source_the_model():
+    """A revolute <limit> without lower/upper means no position limit, in the core and in
+    the nodes alike (it was 0/0 in the core and +-inf in the nodes)."""
+    xml = ('<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/><inertia '
+           'ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>'
+           '<joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>'
+           '<limit effort="3" velocity="0"/></joint></robot>')
+    lm = load_robot(xml)
+    assert (lm.model.lower_limits[0], lm.model.upper_limits[0]) == (-math.inf, math.inf)
+    assert (lm.lower[0], lm.upper[0]) == (-math.inf, math.inf)
+    assert lm.effort_limit[0] == 3 and lm.velocity_limit[0] == math.inf
+
+
+def test_load_robot_floating_base():
+    lm = load_robot(QUAD2, floating_base=True)
     assert lm.nq == 11 and lm.nv == 10
     assert lm.multi_dof_names == ()     # the added base is not a URDF joint
     assert lm.q_neutral[6] == 1.0
@@ -38,16 +56,18 @@ def test_load_model_floating_base():
     assert list(q[:3]) == [1, 2, 3] and list(q[lm.q_index]) == [0, 1, 2, 3]
 
 
-def test_load_model_errors():
+def test_load_robot_errors():
     with pytest.raises(ValueError):
-        rc.load_model('', False, (0, 0, -9.81))
+        load_robot('')
     with pytest.raises(rbd.ModelError):
-        rc.load_model('<robot name="x"><link name="a"/><joint', False, (0, 0, -9.81))
+        load_robot('<robot name="x"><link name="a"/><joint')
+    with pytest.raises(ValueError, match='command_joints names .*nope'):
+        load_robot(TREE3).joint_slots(['j1', 'nope'])
 
 
 def test_merger_shuffled_partial_unknown():
-    lm = rc.load_model(TREE3, False, (0, 0, -9.81))
-    m = rc.JointStateMerger(lm)
+    lm = load_robot(TREE3)
+    m = JointStateMerger(lm)
     unknown, has_effort = m.update(js(['j3', 'nope', 'j1'], [0.1, 9, 0.5], effort=[1, 2, 3]))
     assert unknown == ['nope'] and has_effort and not m.complete
     m.update(js(['j2', 'j_side', 'finger_joint'], [0.7, -0.3, 5.0], sec=1))
@@ -66,20 +86,20 @@ def test_merger_shuffled_partial_unknown():
     (js(['j1'], [0.1], sec=4), 'time_backwards'),
 ])
 def test_merger_rejects_whole_message(msg, reason):
-    lm = rc.load_model(TREE3, False, (0, 0, -9.81))
-    m = rc.JointStateMerger(lm)
+    lm = load_robot(TREE3)
+    m = JointStateMerger(lm)
     m.update(js(['j1', 'j2'], [1.0, 2.0], sec=5))
-    with pytest.raises(rc.Rejected) as err:
+    with pytest.raises(Rejected) as err:
         m.update(msg)
     assert err.value.reason == reason
     assert list(m.position[:1]) == [1.0]   # nothing was taken from the rejected message
 
 
 def test_merger_carries_state_across_model_swap():
-    lm = rc.load_model(TREE3, False, (0, 0, -9.81))
-    m = rc.JointStateMerger(lm)
+    lm = load_robot(TREE3)
+    m = JointStateMerger(lm)
     m.update(js(['j1', 'j2', 'j3', 'j_side'], [1, 2, 0.1, 4]))
-    m2 = rc.JointStateMerger(rc.load_model(TREE3, False, (0, 0, -1.0)), m)
+    m2 = JointStateMerger(load_robot(TREE3, gravity=(0, 0, -1.0)), m)
     assert m2.complete and list(m2.position) == list(m.position)
 
 
@@ -88,9 +108,9 @@ def test_quaternion_round_trip():
     for _ in range(200):
         q = rng.normal(size=4)
         q /= np.linalg.norm(q)
-        r = rc.matrix_from_quaternion(*q)
-        back = np.array(rc.quaternion_from_matrix(r))
-        assert np.allclose(rc.matrix_from_quaternion(*back), r, atol=1e-12)
+        r = rotations.quaternion_to_matrix(*q)
+        back = np.array(rotations.matrix_to_quaternion(r))
+        assert np.allclose(rotations.quaternion_to_matrix(*back), r, atol=1e-12)
         assert back[3] >= 0
 
 
@@ -98,48 +118,48 @@ def test_odometry_to_base_rejects_bad_values():
     from nav_msgs.msg import Odometry
     msg = Odometry()
     msg.pose.pose.orientation.w = 2.0
-    q, v = rc.odometry_to_base(msg)
+    q, v = messages.odometry_to_base(msg)
     assert q[6] == 1.0 and not v.any()
     msg.pose.pose.orientation.w = 0.0
-    with pytest.raises(rc.Rejected):
-        rc.odometry_to_base(msg)
+    with pytest.raises(Rejected):
+        messages.odometry_to_base(msg)
     msg.pose.pose.orientation.w = 1.0
     msg.twist.twist.linear.x = math.nan
-    with pytest.raises(rc.Rejected):
-        rc.odometry_to_base(msg)
+    with pytest.raises(Rejected):
+        messages.odometry_to_base(msg)
 
 
 def test_parameter_validators():
     with pytest.raises(ValueError):
-        rc.one_of('a', 'b')('c')
+        params.one_of('a', 'b')('c')
     with pytest.raises(ValueError):
-        rc.positive(0.0)
+        params.positive(0.0)
     with pytest.raises(ValueError):
-        rc.finite_vector(3)([0.0, 1.0])
+        params.finite_vector(3)([0.0, 1.0])
     with pytest.raises(ValueError):
-        rc.finite_vector()([math.nan])
+        params.finite_vector()([math.nan])
     with pytest.raises(ValueError):
-        rc.joint_states_qos('fast')
+        qos.joint_states_qos('fast')
 
 
 def test_all_finite_exact_on_overflow_nan_and_inf():
     big = np.array([1e308, 1e308])   # finite, but its sum overflows: checked element-wise
-    assert rc.all_finite(big, [1.0], np.zeros((2, 2)))
-    assert rc.all_finite()
+    assert joint_states.all_finite(big, [1.0], np.zeros((2, 2)))
+    assert joint_states.all_finite()
     for bad in ([1.0, math.nan], np.array([math.inf, -math.inf]), np.array([[1.0, math.nan]])):
-        assert not rc.all_finite(big, bad)
+        assert not joint_states.all_finite(big, bad)
 
 
 def test_merger_name_cache_follows_the_names():
-    lm = rc.load_model(TREE3, False, (0, 0, -9.81))
-    m = rc.JointStateMerger(lm)
+    lm = load_robot(TREE3)
+    m = JointStateMerger(lm)
     names = list(lm.joint_names)
     m.update(js(names, [1, 2, 3, 4]))
     m.update(js(names[::-1], [5, 6, 7, 8], sec=1))   # same joints, other order: other slots
     assert list(m.position) == [8, 7, 6, 5]
     assert m.update(js(['nope', names[0]], [0, 9], sec=2))[0] == ['nope']
     assert m.position[0] == 9
-    with pytest.raises(rc.Rejected):   # a name list that was fine before stays checked
+    with pytest.raises(Rejected):   # a name list that was fine before stays checked
         m.update(js(names[::-1], [1, 2, 3], sec=3))
 
 
@@ -159,7 +179,7 @@ def _random_joint_state(rng):
 def test_joint_state_decoder_reads_what_rclpy_writes():
     from rclpy.serialization import serialize_message
     rng = np.random.default_rng(3)
-    decoder = rc.JointStateDecoder()
+    decoder = JointStateDecoder()
     for _ in range(500):
         msg = _random_joint_state(rng)
         for _ in range(2):   # the second time from the cached layout
@@ -174,20 +194,20 @@ def test_joint_state_decoder_reads_what_rclpy_writes():
 
 def test_joint_state_decoder_caches_the_layout_and_rejects_truncated_bytes(monkeypatch):
     from rclpy.serialization import serialize_message
-    decoder = rc.JointStateDecoder()
+    decoder = JointStateDecoder()
     msg = js(['a', 'bb'], [1, 2], velocity=[3, 4], effort=[5, 6], sec=7)
     data = bytes(serialize_message(msg))
     decoder.decode(data)
-    parse = rc.JointStateDecoder._parse
-    monkeypatch.setattr(rc.JointStateDecoder, '_parse',
+    parse = JointStateDecoder._parse
+    monkeypatch.setattr(JointStateDecoder, '_parse',
                         staticmethod(lambda d: pytest.fail('layout not reused')))
     msg.position = [9.0, 8.0]
     assert list(decoder.decode(bytes(serialize_message(msg)))[3]) == [9, 8]
-    monkeypatch.setattr(rc.JointStateDecoder, '_parse', staticmethod(parse))
+    monkeypatch.setattr(JointStateDecoder, '_parse', staticmethod(parse))
     end = len(bytes(serialize_message(js(['a', 'bb'], [1, 2], velocity=[3, 4]))))
     for cut in range(4, end - 8, 3):
-        with pytest.raises(rc.Rejected) as err:
-            rc.JointStateDecoder().decode(data[:cut])
+        with pytest.raises(Rejected) as err:
+            JointStateDecoder().decode(data[:cut])
         assert err.value.reason == 'malformed'
 
 
@@ -199,7 +219,7 @@ def test_serialized_message_is_the_message():
     names = ['j1', 'joint_two', 'j3']
     rng = np.random.default_rng(5)
     proto = JointState(name=names)
-    out = rc.SerializedMessage(proto, proto.header, [(proto, 'position'), (proto, 'effort')], 3)
+    out = SerializedMessage(proto, proto.header, [(proto, 'position'), (proto, 'effort')], 3)
     pos, eff = rng.normal(size=3), rng.normal(size=3)
     want = js(names, pos, effort=eff, sec=12, nanosec=345)
     assert deserialize_message(out.fill(12, 345, pos, eff), JointState) == want
@@ -207,7 +227,7 @@ def test_serialized_message_is_the_message():
     point = JointTrajectoryPoint()
     traj = JointTrajectory(joint_names=names, points=[point])
     fields = ('positions', 'velocities', 'accelerations', 'effort')
-    out = rc.SerializedMessage(traj, traj.header, [(point, f) for f in fields], 3)
+    out = SerializedMessage(traj, traj.header, [(point, f) for f in fields], 3)
     arrays = [rng.normal(size=3) for _ in fields]
     want = JointTrajectory(joint_names=names, points=[JointTrajectoryPoint(
         **{f: a.tolist() for f, a in zip(fields, arrays)})])
@@ -217,5 +237,5 @@ def test_serialized_message_is_the_message():
         out.fill(0, 0, *arrays[:3], np.zeros(2))
 
     empty = JointState()   # a model without single-DoF joints
-    out = rc.SerializedMessage(empty, empty.header, [(empty, 'position')], 0)
+    out = SerializedMessage(empty, empty.header, [(empty, 'position')], 0)
     assert deserialize_message(out.fill(1, 2, []), JointState) == js([], sec=1, nanosec=2)

@@ -1,0 +1,119 @@
+"""Counters and timings behind a node's /diagnostics status, with bounded memory: however many
+distinct unknown joint names arrive, a node keeps their count and a sample of
+UNKNOWN_NAME_SAMPLE names of at most UNKNOWN_NAME_LENGTH characters (the first ones seen)."""
+from __future__ import annotations
+
+import collections
+import time
+from typing import Mapping
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+
+UNKNOWN_NAME_SAMPLE = 10
+UNKNOWN_NAME_LENGTH = 64
+
+
+class Stats:
+    """Counters and timings of one node."""
+
+    def __init__(self, window: int = 2000):
+        self.compute_s: collections.deque[float] = collections.deque(maxlen=window)
+        self.rejected: collections.Counter[str] = collections.Counter()
+        self.unknown_name_count = 0           # unknown joint names received (with repeats)
+        self.unknown_name_sample: list[str] = []
+        self.received = 0
+        self.published = 0
+        self.non_finite_outputs = 0
+        self.description_errors = 0
+        self.model_warnings = 0
+        self.internal_errors = 0
+        self.last_error = ''
+        self._rate_t0 = time.monotonic()
+        self._rate_n0 = 0
+        self.last_input_time: float | None = None   # time.monotonic() of the last valid input
+
+    def timed(self, fn, *args):
+        t0 = time.perf_counter()
+        out = fn(*args)
+        self.compute_s.append(time.perf_counter() - t0)
+        return out
+
+    def reject(self, reason: str) -> None:
+        self.rejected[reason] += 1
+
+    def unknown_names(self, names) -> None:
+        """Count unknown joint names; keep the first few (truncated) as a sample."""
+        self.unknown_name_count += len(names)
+        for name in names:
+            if len(self.unknown_name_sample) >= UNKNOWN_NAME_SAMPLE:
+                return
+            short = name[:UNKNOWN_NAME_LENGTH]
+            if short not in self.unknown_name_sample:
+                self.unknown_name_sample.append(short)
+
+    def input_rate(self) -> float:
+        now = time.monotonic()
+        dt = now - self._rate_t0
+        rate = (self.received - self._rate_n0) / dt if dt > 0 else 0.0
+        self._rate_t0, self._rate_n0 = now, self.received
+        return rate
+
+    def compute_percentiles_us(self) -> tuple[float, float]:
+        if not self.compute_s:
+            return 0.0, 0.0
+        arr = np.fromiter(self.compute_s, dtype=float)
+        p50, p99 = np.percentile(arr, [50, 99])
+        return float(p50 * 1e6), float(p99 * 1e6)
+
+    def key_values(self) -> dict[str, str]:
+        p50, p99 = self.compute_percentiles_us()
+        kv = {
+            'input_rate_hz': f'{self.input_rate():.1f}',
+            'messages_received': str(self.received),
+            'messages_published': str(self.published),
+            'compute_time_p50_us': f'{p50:.1f}',
+            'compute_time_p99_us': f'{p99:.1f}',
+            'rejected_total': str(sum(self.rejected.values())),
+            'unknown_joint_names': str(self.unknown_name_count),
+            'unknown_joint_name_sample': ','.join(self.unknown_name_sample),
+            'non_finite_outputs_dropped': str(self.non_finite_outputs),
+            'description_errors': str(self.description_errors),
+            'model_warnings': str(self.model_warnings),
+            'internal_errors': str(self.internal_errors),
+            'last_error': self.last_error,
+        }
+        for reason, count in sorted(self.rejected.items()):
+            kv[f'rejected_{reason}'] = str(count)
+        return kv
+
+
+def diagnostic_status(node_name: str, robot, stats: Stats, stale: bool,
+                      extra: Mapping[str, str] | None = None) -> DiagnosticStatus:
+    """The node's DiagnosticStatus: ERROR without a model, WARN when stale, after rejections,
+    internal errors or with model warnings, OK otherwise."""
+    st = DiagnosticStatus()
+    st.name = f'{node_name}: rbd_ros'
+    values = {}
+    if robot is None:
+        st.level, st.message = DiagnosticStatus.ERROR, 'no robot model (waiting for robot_description)'
+        values['model'] = ''
+    else:
+        st.hardware_id = robot.model.name
+        values.update(model=str(robot.model.name), nq=str(robot.nq), nv=str(robot.nv),
+                      model_generation=str(robot.generation), description_source=robot.source)
+        if stale:
+            st.level, st.message = DiagnosticStatus.WARN, 'input stale: torque outputs stopped'
+        elif stats.internal_errors:
+            st.level, st.message = DiagnosticStatus.WARN, 'running; internal errors (a bug: please report)'
+        elif stats.rejected or stats.description_errors or stats.non_finite_outputs:
+            st.level, st.message = DiagnosticStatus.WARN, 'running; some input was rejected'
+        elif stats.model_warnings:
+            st.level, st.message = DiagnosticStatus.WARN, 'running; the robot description has warnings'
+        else:
+            st.level, st.message = DiagnosticStatus.OK, 'running'
+    values.update(stats.key_values())
+    values['stale_input'] = str(bool(stale)).lower()
+    values.update({k: str(v) for k, v in (extra or {}).items()})
+    st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+    return st

@@ -1,0 +1,344 @@
+"""The base of every rbd_ros node, and the one init/spin/shutdown sequence of every executable.
+
+A node declares its parameters (params.py), loads its robot description, and swaps in a new
+*runtime* (everything its callbacks need, built by the node's ``prepare(robot)``) in one
+assignment, so a callback that reads ``self.runtime`` once never mixes two models.
+
+The description comes from the ``robot_description`` parameter (URDF text), else from the
+``robot_description_file`` parameter (a path), else from the latched ``robot_description``
+topic. At start-up a description or parameter the node cannot run with stops it (exit status
+2, one line naming the parameter). At run time a bad description from the parameters is
+refused when it is set (the parameter keeps describing the running model); one from the topic
+is logged and counted, and the previous model keeps running.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import inspect
+import signal
+import sys
+import threading
+import time
+from typing import Callable, Iterable
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from std_msgs.msg import String
+
+from .diagnostics import Stats, diagnostic_status
+from .joint_states import Rejected
+from .params import (ParameterError, ParamSpec, declare_parameters, install_set_validation,
+                     one_of, positive)
+from .qos import LATCHED_QOS, OUTPUT_QOS
+from .robot import Robot, load_robot, read_description_file
+
+# Parameters several nodes declare, described once.
+ROBOT_DESCRIPTION = ParamSpec('string', '', 'URDF text; empty: robot_description_file, else the '
+                              'latched robot_description topic', dynamic=True)
+ROBOT_DESCRIPTION_FILE = ParamSpec('string', '', 'path of a URDF file, used when '
+                                   'robot_description is empty', dynamic=True)
+STRICT = ParamSpec('bool', False, 'refuse a robot description that has warnings (a doubtful '
+                   'inertia, degenerate limits, ...) like a malformed one')
+DIAGNOSTICS_PERIOD = ParamSpec('double', 1.0, 'seconds between /diagnostics messages', positive)
+JOINT_STATES_QOS = ParamSpec('string', 'sensor_data', 'joint_states subscription QoS: '
+                             'sensor_data (best effort) or reliable',
+                             one_of('sensor_data', 'reliable'))
+COMMON_PARAMS = {'robot_description': ROBOT_DESCRIPTION,
+                 'robot_description_file': ROBOT_DESCRIPTION_FILE, 'strict': STRICT,
+                 'diagnostics_period': DIAGNOSTICS_PERIOD}
+
+
+class RbdNode(Node):
+    """Base of the rbd_ros nodes. A subclass sets NODE_NAME and PARAMS (COMMON_PARAMS and its
+    own), implements ``prepare(robot) -> runtime`` (raise ValueError naming the parameter to
+    refuse a model) and may override ``runtime_changed``, ``extra_diagnostics`` and
+    ``is_stale``; it calls ``start()`` at the end of its __init__."""
+
+    NODE_NAME = 'rbd'
+    PARAMS: dict[str, ParamSpec] = COMMON_PARAMS
+    #: strict mode refuses only warnings that bear on kinematics (frames_node)
+    STRICT_KINEMATICS_ONLY = False
+
+    def __init__(self, *, context=None, parameter_overrides=None, node_name=None,
+                 namespace=None, cli_args=None):
+        super().__init__(node_name or self.NODE_NAME, context=context, namespace=namespace,
+                         parameter_overrides=parameter_overrides, cli_args=cli_args)
+        self.params = declare_parameters(self, self.PARAMS)
+        self.stats = Stats()
+        self.runtime = None
+        self._generation = 0
+        self._validated = {}     # description -> runtime, built while a parameter was set
+        install_set_validation(self, self.PARAMS, self._check_param, self._param_changed)
+        self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', OUTPUT_QOS)
+        self.create_timer(self.params['diagnostics_period'], self.guard(self.publish_diagnostics))
+
+    @property
+    def robot(self) -> Robot | None:
+        return None if self.runtime is None else self.runtime.robot
+
+    # -- the robot description -----------------------------------------------------------------
+    def start(self) -> None:
+        """Subscribe to the description topic and load the description parameters. A
+        description or parameter the node cannot run with raises ParameterError."""
+        self.create_subscription(String, 'robot_description', self.guard(self._on_topic),
+                                 LATCHED_QOS)
+        text, name, path = self._description_parameter()
+        if text:
+            try:
+                runtime = self._build(text, 'parameter' if path is None else f'file {path}', path)
+            except Exception as exc:   # noqa: BLE001 - any refusal stops the start-up
+                raise ParameterError(f'parameter {name}: {_one_line(exc)}') from None
+            self._swap(runtime)
+
+    def _description_parameter(self):
+        """(URDF text, parameter name, file path or None) from the parameters; text '' when
+        both are empty. ValueError when the file cannot be read."""
+        if self.params['robot_description']:
+            return self.params['robot_description'], 'robot_description', None
+        path = self.params['robot_description_file']
+        if path:
+            try:
+                return read_description_file(path), 'robot_description_file', path
+            except ValueError as exc:
+                raise ParameterError(f'parameter robot_description_file: {exc}') from None
+        return '', '', None
+
+    def _build(self, text: str, source: str, path: str | None = None):
+        """A runtime for a description (raises on any problem); its warnings logged once."""
+        strict = self.params['strict'] and ('kinematics' if self.STRICT_KINEMATICS_ONLY else True)
+        robot = load_robot(text, floating_base=self.params.get('floating_base', False),
+                           gravity=self.params.get('gravity', (0.0, 0.0, -9.81)),
+                           strict=strict, generation=self._generation + 1, source=source,
+                           path=path)
+        runtime = self.prepare(robot)
+        for warning in robot.model.warnings:
+            self.get_logger().warning(f'robot description: {warning}')
+        return runtime
+
+    def _swap(self, runtime) -> None:
+        robot = runtime.robot
+        self._generation = robot.generation
+        self.stats.model_warnings = len(robot.model.warnings)
+        self.runtime = runtime          # the swap: one assignment
+        self.runtime_changed(runtime)
+        self.get_logger().info(
+            f'model {robot.model.name!r} from {robot.source}: nq={robot.nq} nv={robot.nv}, '
+            f'joints {", ".join(robot.joint_names)}'
+            + (f' ({len(robot.model.warnings)} warnings)' if robot.model.warnings else ''))
+
+    def _refused(self, source: str, exc: Exception) -> None:
+        self.stats.description_errors += 1
+        self.stats.last_error = f'robot_description from {source}: {_one_line(exc)}'
+        keep = 'keeping the previous model' if self.runtime is not None else 'no model yet'
+        self.get_logger().error(f'robot_description from {source} refused ({keep}): '
+                                f'{type(exc).__name__}: {exc}')
+
+    def _on_topic(self, msg) -> None:
+        if self.params['robot_description'] or self.params['robot_description_file']:
+            return   # the parameters win
+        if self.robot is not None and msg.data == self.robot.xml:
+            return
+        try:
+            runtime = self._build(msg.data, 'topic')
+        except Exception as exc:   # noqa: BLE001 - a bad description never stops the node
+            self._refused('topic', exc)
+            return
+        self._swap(runtime)
+
+    def _check_param(self, name, value) -> str | None:
+        """Refuse, at set time, a description that does not load (robot_state_publisher's
+        behaviour); keep the runtime built for it, to swap in once the set succeeds."""
+        if name not in ('robot_description', 'robot_description_file') or not value:
+            return None
+        try:
+            if name == 'robot_description':
+                text, source, path = value, 'parameter', None
+            else:
+                text, source, path = read_description_file(value), f'file {value}', value
+            self._validated = {(name, value): self._build(text, source, path)}
+        except Exception as exc:   # noqa: BLE001
+            self._refused(name, exc)
+            return f'{name} refused: {_one_line(exc)}'
+        return None
+
+    def _param_changed(self, name, value) -> None:
+        self.params[name] = value
+        runtime = self._validated.pop((name, value), None)
+        if runtime is not None and (name == 'robot_description'
+                                    or not self.params['robot_description']):
+            self._swap(runtime)
+        self.parameter_changed(name, value)
+
+    # -- hooks -----------------------------------------------------------------------------
+    def prepare(self, robot: Robot):
+        """The runtime for a new robot; raise ValueError (naming the parameter) to refuse it."""
+        raise NotImplementedError
+
+    def runtime_changed(self, runtime) -> None:
+        """Called after the runtime was swapped."""
+
+    def parameter_changed(self, name: str, value) -> None:
+        """Called after a dynamic parameter changed (its new value is in self.params)."""
+
+    def is_stale(self) -> bool:
+        return False
+
+    def extra_diagnostics(self) -> dict:
+        """Node-specific /diagnostics key-values."""
+        return {}
+
+    # -- callbacks -------------------------------------------------------------------------
+    def reject(self, reason: str, detail: str) -> None:
+        self.stats.reject(reason)
+        self.stats.last_error = f'{reason}: {detail}'
+        self.get_logger().warning(f'rejected message ({reason}): {detail}',
+                                  throttle_duration_sec=2.0)
+
+    def guard(self, fn):
+        """Wrap a callback: a Rejected input is counted by reason; any other exception is an
+        internal error (a bug), counted and logged; neither reaches the executor."""
+        nargs = len(inspect.signature(fn).parameters)
+
+        def wrapped(*args):   # (rclpy passes timers a TimerInfo when the callback takes one)
+            try:
+                fn(*args[:nargs])
+            except Rejected as exc:
+                self.reject(exc.reason, exc.detail)
+            except Exception as exc:   # noqa: BLE001
+                self.stats.internal_errors += 1
+                self.stats.last_error = f'{type(exc).__name__}: {exc}'
+                self.get_logger().error(f'internal error in {fn.__name__}: '
+                                        f'{type(exc).__name__}: {exc}', throttle_duration_sec=2.0)
+        wrapped.__name__ = fn.__name__
+        return wrapped
+
+    def publish_diagnostics(self) -> None:
+        arr = DiagnosticArray()
+        arr.header.stamp = self.get_clock().now().to_msg()
+        arr.status = [diagnostic_status(self.get_fully_qualified_name(), self.robot, self.stats,
+                                        self.robot is not None and self.is_stale(),
+                                        self.extra_diagnostics())]
+        self.pub_diag.publish(arr)
+
+
+def _one_line(exc: Exception) -> str:
+    return ' '.join(str(exc).split()) or type(exc).__name__
+
+
+# ---- executors and the one run sequence ------------------------------------------------------------
+def make_executor(context=None):
+    """rclpy.experimental.EventsExecutor when available (lower latency), else the
+    SingleThreadedExecutor."""
+    try:
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor(context=context)
+    except Exception:   # noqa: BLE001 - older rclpy or a build without it
+        from rclpy.executors import SingleThreadedExecutor
+        return SingleThreadedExecutor(context=context)
+
+
+def spin(executor, context=None, duration: float | None = None,
+         stop: threading.Event | None = None, on_tick: Callable[[], None] | None = None,
+         tick_period: float = 0.5) -> None:
+    """Spin until ``stop`` is set, the context shuts down, or ``duration`` s have passed;
+    call ``on_tick`` every ``tick_period`` s.
+
+    Spins in slices of at most 0.2 s: rclpy's EventsExecutor.spin() never returns to Python,
+    where a signal handler runs. First, everything allocated so far (rclpy, numba, the model:
+    ~130,000 objects that live as long as the process) is moved out of reach of Python's
+    cyclic collector, whose full pass over them measured 67 ms: 67 messages late at 1 kHz."""
+    import rclpy
+    from rclpy.task import Future
+
+    gc.freeze()
+    never = Future()
+    start = time.monotonic()
+    next_tick = start + tick_period
+    while rclpy.ok(context=context) and not (stop is not None and stop.is_set()):
+        now = time.monotonic()
+        if duration and now - start >= duration:
+            return
+        if on_tick is not None and now >= next_tick:
+            on_tick()
+            next_tick += tick_period
+        step = 0.2
+        if duration:
+            step = min(step, start + duration - now)
+        if on_tick is not None:
+            step = min(step, max(next_tick - now, 0.001))
+        executor.spin_until_future_complete(never, timeout_sec=max(step, 0.001))
+
+
+def run(make_nodes: Callable[[object], Iterable[Node]], argv: list[str], *, name: str,
+        duration: float | None = None, on_tick: Callable[[], None] | None = None,
+        tick_period: float = 0.5) -> int:
+    """init, create the nodes, spin, shut down: every executable (the three nodes, bringup,
+    the demo) runs this. Returns the process exit status.
+
+    SIGINT and SIGTERM stop the spin (the first one; later ones, as a terminal and ``ros2
+    launch`` both send on Ctrl-C, are ignored), then the nodes are destroyed: no traceback,
+    status 0. A parameter the nodes cannot run with, or ROS arguments rcl cannot parse: one
+    line on stderr naming it, status 2."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    from rclpy.signals import SignalHandlerOptions
+
+    stop = threading.Event()
+    previous = {}
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    try:
+        rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+    except RuntimeError as exc:     # rcl's own argument parsing, e.g. a bad -p rule
+        print(f'{name}: invalid ROS arguments: {_one_line(exc)}', file=sys.stderr)
+        return 2
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, on_signal)
+    nodes, executor = [], None
+    status = 0
+    try:
+        nodes = list(make_nodes(None))
+        executor = make_executor()
+        for node in nodes:
+            executor.add_node(node)
+        spin(executor, duration=duration, stop=stop, on_tick=on_tick, tick_period=tick_period)
+    except ParameterError as exc:
+        print(f'{name}: {exc}', file=sys.stderr)
+        status = 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        for sig in previous:        # no second signal in the middle of the teardown
+            signal.signal(sig, signal.SIG_IGN)
+        if executor is not None:
+            executor.shutdown()
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return status
+
+
+def node_main(node_cls, args=None, *, executable: str, description: str) -> int:
+    """main() of a node executable: ``--help``; ``--urdf PATH`` (sets robot_description_file);
+    ROS arguments after ``--ros-args``."""
+    from rclpy.parameter import Parameter
+    from rclpy.utilities import remove_ros_args
+
+    argv = sys.argv if args is None else [executable, *args]
+    parser = argparse.ArgumentParser(
+        prog=executable, description=description,
+        epilog='ROS arguments go after --ros-args: -p name:=value, --params-file FILE '
+               '(every parameter is in the package\'s config/rbd.yaml), -r from:=to. A URDF is '
+               'easiest passed with --urdf or -p robot_description_file:=PATH.')
+    parser.add_argument('--urdf', metavar='PATH',
+                        help='URDF file (sets the robot_description_file parameter)')
+    opts = parser.parse_args(remove_ros_args(argv)[1:])
+    overrides = [Parameter('robot_description_file', value=opts.urdf)] if opts.urdf else None
+    return run(lambda context: [node_cls(context=context, parameter_overrides=overrides)], argv,
+               name=executable)
