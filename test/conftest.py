@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import sys
 import tempfile
 import threading
 import time
@@ -29,6 +30,26 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 ARM = (ROOT / 'rbd_ros' / 'robots' / 'rbd_arm7.urdf').read_text()
 TREE3 = (ROOT / 'test' / 'data' / 'ros' / 'tree3.urdf').read_text()
 QUAD2 = (ROOT / 'test' / 'data' / 'ros' / 'quad2.urdf').read_text()
+
+
+BIN = pathlib.Path(sys.executable).parent
+MODULES = {'dynamics_node': 'rbd_ros.nodes.dynamics', 'frames_node': 'rbd_ros.nodes.frames',
+           'sim_node': 'rbd_ros.nodes.sim', 'bringup': 'rbd_ros.bringup'}
+
+
+def script(name):
+    """The command of an rbd_ros executable (the console script, else python -m)."""
+    path = BIN / name
+    return [str(path)] if path.exists() else [sys.executable, '-m', MODULES[name]]
+
+
+def child_env():
+    """The environment of a node process: this test process's private domain, loopback."""
+    env = dict(os.environ)
+    env['ROS_DOMAIN_ID'] = str(private_domain_id())
+    env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    env['PYTHONUNBUFFERED'] = '1'
+    return env
 
 
 def js(names, position=(), velocity=(), effort=(), sec=0, nanosec=0):

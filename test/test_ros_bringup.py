@@ -1,6 +1,5 @@
 """Executables as separate processes: a node's console script over DDS and its clean stop on
 Ctrl-C, bringup, the demo; launch files where ROS's `launch` is installed."""
-import os
 import pathlib
 import py_compile
 import signal
@@ -16,34 +15,15 @@ pytest.importorskip('rclpy')
 from sensor_msgs.msg import JointState  # noqa: E402
 
 import rbd_ros.dynamics as rbd  # noqa: E402
-from benchmarks.isolation import private_domain_id  # noqa: E402
-from conftest import publish_until  # noqa: E402
+from conftest import child_env, publish_until, script  # noqa: E402
 from rbd_ros import bringup  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ARM_PATH = ROOT / 'rbd_ros' / 'robots' / 'rbd_arm7.urdf'
-BIN = pathlib.Path(sys.executable).parent
 NO_LAUNCH = ('ROS 2 `launch`/`launch_ros` are not installable from PyPI (PyPI\'s `launch` is an '
              'unrelated project): launch files are only loaded on a real ROS 2 install')
-
-
-def child_env():
-    env = dict(os.environ)
-    env['ROS_DOMAIN_ID'] = str(private_domain_id())
-    env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    env['PYTHONUNBUFFERED'] = '1'
-    return env
-
-
-MODULES = {'dynamics_node': 'rbd_ros.nodes.dynamics', 'frames_node': 'rbd_ros.nodes.frames',
-           'sim_node': 'rbd_ros.nodes.sim', 'bringup': 'rbd_ros.bringup'}
-
-
-def script(name):
-    path = BIN / name
-    return [str(path)] if path.exists() else [sys.executable, '-m', MODULES[name]]
 
 
 def test_dynamics_node_process_serves_and_stops_on_ctrl_c(ros, tmp_path):

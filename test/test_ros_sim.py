@@ -135,7 +135,7 @@ def test_bad_description_and_invalid_parameters(ros):
         SimNode(context=ros.context, node_name='sim_bad', parameter_overrides=[
             Parameter('integrator', value='leapfrog')])
     # initial_positions of the wrong length: the node refuses to start, naming the parameter
-    with pytest.raises(ValueError, match='parameter robot_description: initial_positions has 2'):
+    with pytest.raises(ValueError, match='parameter initial_positions has 2 values'):
         SimNode(context=ros.context, node_name='sim_bad2', parameter_overrides=[
             Parameter('robot_description', value=ARM),
             Parameter('initial_positions', value=[0.1, 0.2])])

@@ -86,9 +86,13 @@ class RbdNode(Node):
         text, name, path = self._description_parameter()
         if text:
             try:
-                runtime = self._build(text, 'parameter' if path is None else f'file {path}', path)
+                robot = self._load(text, 'parameter' if path is None else f'file {path}', path)
             except Exception as exc:   # noqa: BLE001 - any refusal stops the start-up
                 raise ParameterError(f'parameter {name}: {_one_line(exc)}') from None
+            try:
+                runtime = self.prepare(robot)
+            except ValueError as exc:   # the node's own parameters do not fit this robot
+                raise ParameterError(f'parameter {_one_line(exc)}') from None
             self._swap(runtime)
 
     def _description_parameter(self):
@@ -104,20 +108,24 @@ class RbdNode(Node):
                 raise ParameterError(f'parameter robot_description_file: {exc}') from None
         return '', '', None
 
-    def _build(self, text: str, source: str, path: str | None = None):
-        """A runtime for a description (raises on any problem); its warnings logged once."""
+    def _load(self, text: str, source: str, path: str | None = None) -> Robot:
+        """The Robot of a description; raises on any problem."""
+        if path is None and not text.lstrip('\ufeff \t\r\n').startswith('<'):
+            raise ValueError(f'not URDF XML text (it starts with {text.strip()[:40]!r}); a file '
+                             'is passed with robot_description_file or --urdf PATH')
         strict = self.params['strict'] and ('kinematics' if self.STRICT_KINEMATICS_ONLY else True)
-        robot = load_robot(text, floating_base=self.params.get('floating_base', False),
-                           gravity=self.params.get('gravity', (0.0, 0.0, -9.81)),
-                           strict=strict, generation=self._generation + 1, source=source,
-                           path=path)
-        runtime = self.prepare(robot)
-        for warning in robot.model.warnings:
-            self.get_logger().warning(f'robot description: {warning}')
-        return runtime
+        return load_robot(text, floating_base=self.params.get('floating_base', False),
+                          gravity=self.params.get('gravity', (0.0, 0.0, -9.81)), strict=strict,
+                          generation=self._generation + 1, source=source, path=path)
+
+    def _build(self, text: str, source: str, path: str | None = None):
+        """A runtime for a description (raises on any problem)."""
+        return self.prepare(self._load(text, source, path))
 
     def _swap(self, runtime) -> None:
         robot = runtime.robot
+        for warning in robot.model.warnings:          # each once, when its model comes in
+            self.get_logger().warning(f'robot description: {warning}')
         self._generation = robot.generation
         self.stats.model_warnings = len(robot.model.warnings)
         self.runtime = runtime          # the swap: one assignment
@@ -338,7 +346,13 @@ def node_main(node_cls, args=None, *, executable: str, description: str) -> int:
                'easiest passed with --urdf or -p robot_description_file:=PATH.')
     parser.add_argument('--urdf', metavar='PATH',
                         help='URDF file (sets the robot_description_file parameter)')
-    opts = parser.parse_args(remove_ros_args(argv)[1:])
+    try:
+        own_args = remove_ros_args(argv)[1:]
+    except RuntimeError as exc:      # rcl's own parsing of the ROS arguments
+        print(f'{executable}: invalid ROS arguments: {_one_line(exc)[:300]} (a URDF is best '
+              'passed with --urdf PATH or -p robot_description_file:=PATH)', file=sys.stderr)
+        return 2
+    opts = parser.parse_args(own_args)
     overrides = [Parameter('robot_description_file', value=opts.urdf)] if opts.urdf else None
     return run(lambda context: [node_cls(context=context, parameter_overrides=overrides)], argv,
                name=executable)

@@ -1,0 +1,147 @@
+"""The executables as a user types them: --help, --urdf, parameters the node cannot run with
+(one line naming the parameter, exit status 2, no traceback), Ctrl-C from a terminal (twice),
+and every parameter readable as `ros2 param dump` reads it."""
+import os
+import pathlib
+import signal
+import subprocess
+import time
+
+import pytest
+import yaml
+
+pytest.importorskip('rclpy')
+
+from rcl_interfaces.msg import ParameterType  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from conftest import ARM, child_env, script, wait_until  # noqa: E402
+from corpus import robots_directory  # noqa: E402
+
+pytestmark = pytest.mark.timeout(120)
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+ARM_PATH = str(ROOT / 'rbd_ros' / 'robots' / 'rbd_arm7.urdf')
+EXECUTABLES = ('dynamics_node', 'frames_node', 'sim_node', 'bringup')
+
+
+def run(args, timeout=60):
+    return subprocess.run(args, env=child_env(), capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize('executable', EXECUTABLES)
+def test_help_prints_usage_and_starts_nothing(executable):
+    done = run(script(executable) + ['--help'])
+    assert done.returncode == 0 and done.stdout.startswith(f'usage: {executable}')
+    assert '--urdf' in done.stdout and done.stderr == ''
+
+
+def _talos():
+    root = robots_directory()
+    return os.path.join(root, 'talos_data', 'robots', 'talos_reduced.urdf') if root else None
+
+
+def _bad_description_file(tmp_path):
+    path = tmp_path / 'params.yaml'
+    path.write_text(yaml.safe_dump({'rbd_dynamics': {'ros__parameters': {
+        'robot_description': '<robot name="x">\n  <link name="a">\n</robot>'}}}))
+    return ['--ros-args', '--params-file', str(path)]
+
+
+CASES = [
+    ('dynamics_node', ['--urdf', '/nonexistent/robot.urdf'],
+     'parameter robot_description_file: /nonexistent/robot.urdf: no such file'),
+    ('frames_node', ['--ros-args', '-p', 'robot_description:=notxml'],
+     'parameter robot_description: not URDF XML text'),
+    ('dynamics_node', _bad_description_file,
+     'parameter robot_description: <robot_description>:3:'),
+    ('dynamics_node', ['--urdf', ARM_PATH, '--ros-args', '-p', 'command_joints:=[joint_1, nope]'],
+     "parameter command_joints names ['nope']"),
+    ('sim_node', ['--urdf', ARM_PATH, '--ros-args', '-p', 'initial_positions:=[0.1]'],
+     'parameter initial_positions has 1 values for the 7 command_joints'),
+    ('dynamics_node', ['--ros-args', '-p', 'input_timeout:=abc'],
+     "parameter input_timeout: expected a double (e.g. input_timeout:=0.5), got string 'abc'"),
+    ('sim_node', ['--ros-args', '-p', 'rate:=500'],
+     "parameter rate: expected a double (e.g. rate:=0.5), got integer '500'"),
+    ('frames_node', ['--ros-args', '-p', 'publish_frequency:=-1.0'],
+     'parameter publish_frequency: must be a finite number >= 0'),
+    ('sim_node', ['--ros-args', '-p', 'integrator:=leapfrog'],
+     'parameter integrator: must be one of'),
+    ('dynamics_node', ['--ros-args', '-p', 'robot_description:=<robot name="a">\n<!-- a: b -->'],
+     'invalid ROS arguments'),
+    ('dynamics_node', lambda _: ['--urdf', _talos(), '--ros-args', '-p', 'strict:=true'],
+     "parameter robot_description_file: " + '{talos}:1386: joint '
+     "'gripper_left_inner_double_joint': a fixed joint cannot mimic another joint"),
+]
+
+
+@pytest.mark.parametrize('executable, args, expected', CASES,
+                         ids=[f'{c[0]}-{c[2].split(":")[0][10:]}-{i}' for i, c in enumerate(CASES)])
+def test_parameters_the_node_cannot_run_with_stop_it_in_one_line(executable, args, expected,
+                                                                  tmp_path):
+    if callable(args):
+        if _talos() is None and 'talos' in expected:
+            pytest.skip('example-robot-data not installed')
+        args = args(tmp_path)
+    done = run(script(executable) + args)
+    lines = [ln for ln in done.stderr.splitlines() if not ln.startswith('[rcutils|')]
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f'{executable}: ')
+    assert expected.format(talos=_talos()) in lines[0], lines[0]
+    assert 'Traceback' not in done.stderr + done.stdout
+
+
+def test_a_node_serves_from_urdf_and_stops_quietly_on_two_ctrl_c(ros):
+    """As a terminal does on Ctrl-C under `ros2 launch`: SIGINT to the whole process group,
+    twice. The node exits with status 0, no traceback, no stderr noise from its model load."""
+    gravity = ros.collect(JointState, '/rbd_dynamics/gravity_torques')
+    proc = subprocess.Popen(script('dynamics_node') + ['--urdf', ARM_PATH], env=child_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        pub = ros.publisher(JointState, 'joint_states', wait_for=1)
+        msg = JointState(name=[f'joint_{i}' for i in range(1, 8)], position=[0.1] * 7)
+        deadline = time.monotonic() + 30
+        while not gravity and time.monotonic() < deadline:
+            pub.publish(msg)
+            time.sleep(0.1)
+        assert gravity, 'no gravity torques from the process'
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    for noise in ('Traceback', 'KeyboardInterrupt', 'sequence size exceeds'):
+        assert noise not in out + err, out + err
+    assert 'model \'rbd_arm7\' from file' in err
+
+
+@pytest.mark.parametrize('node_cls', ['DynamicsNode', 'FramesNode', 'SimNode'])
+def test_every_parameter_dumps_and_gets(ros, node_cls):
+    """What `ros2 param dump` does: list_parameters, then get_parameters for all of them. One
+    parameter declared without a value makes get_parameters answer nothing at all."""
+    from rclpy.parameter_client import AsyncParameterClient
+
+    from rbd_ros.nodes import dynamics, frames, sim
+    module = {'DynamicsNode': dynamics, 'FramesNode': frames, 'SimNode': sim}[node_cls]
+    node = ros.start(getattr(module, node_cls), {'robot_description': ARM})
+    client = AsyncParameterClient(ros.probe, node.get_fully_qualified_name())
+    assert client.wait_for_services(timeout_sec=15)
+    future = client.list_parameters()
+    wait_until(future.done, what='list_parameters')
+    names = list(future.result().result.names)
+    assert set(module.PARAMS) <= set(names)
+    future = client.get_parameters(names)
+    wait_until(future.done, what='get_parameters')
+    values = future.result().values
+    assert len(values) == len(names)
+    got = dict(zip(names, values))
+    assert got['command_joints' if node_cls != 'FramesNode' else 'frame_prefix'].type in (
+        ParameterType.PARAMETER_STRING_ARRAY, ParameterType.PARAMETER_STRING)
+    for name in module.PARAMS:
+        assert got[name].type != ParameterType.PARAMETER_NOT_SET, name
+    if node_cls == 'SimNode':
+        assert got['initial_positions'].type == ParameterType.PARAMETER_DOUBLE_ARRAY
+        assert list(got['initial_positions'].double_array_value) == []
