@@ -33,3 +33,40 @@ def corpus():
             .replace('_data', '')
         out.append((name, path, package in FLOATING and 'left_arm' not in name))
     return out
+
+
+CATEGORIES = (('moves no mass', 'massless joint'), ('inertia', 'inertia'),
+              ('principal moments', 'inertia'),
+              ('zero mass', 'inertia'), ('<inertial>', 'inertia'), ('mimic', 'mimic'),
+              ('limit', 'limits'), ('<visual>', 'visual'), ('<collision>', 'collision'),
+              ('no name', 'robot name'))
+
+
+def category(warning):
+    """What a model warning is about, in one word or two (for the README's summary)."""
+    for words, label in CATEGORIES:
+        if words in warning:
+            return label
+    return 'other'
+
+
+def summary_rows():
+    """README rows: | file | base | nq / nv | warnings by category | of every corpus URDF."""
+    import collections
+
+    import rbd_ros.dynamics as rbd
+    rows = []
+    for name, path, floating in corpus():
+        if name in NOT_A_ROBOT:
+            rows.append(f'| {name} | - | - | refused: {NOT_A_ROBOT[name]} (Pinocchio refuses it too) |')
+            continue
+        model = rbd.Model.from_urdf(path, floating_base=floating)
+        counts = collections.Counter(category(w) for w in model.warnings)
+        text = ', '.join(f'{label} {n}' for label, n in sorted(counts.items())) or 'none'
+        rows.append(f'| {name} | {"floating" if floating else "fixed"} | {model.nq} / {model.nv} '
+                    f'| {text} |')
+    return rows
+
+
+if __name__ == '__main__':     # python test/corpus.py: the README's table
+    print('\n'.join(summary_rows()))

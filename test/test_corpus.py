@@ -55,3 +55,14 @@ def test_public_robot_loads_and_matches_pinocchio(name, path, floating):
         oracle.kinematics(q)
         for link in model.frame_names:
             assert close(poses[link], oracle.pd.oMf[oracle.frame_id(link)].homogeneous) < TOL, link
+
+
+def test_readme_lists_every_robot_and_its_warnings():
+    """The README's corpus table is what `python test/corpus.py` prints today."""
+    import pathlib
+
+    from corpus import summary_rows
+    readme = (pathlib.Path(__file__).resolve().parent.parent / 'README.md').read_text()
+    table = [line for line in readme.splitlines()
+             if line.startswith('| ') and ('.urdf |' in line)]
+    assert table == summary_rows()

@@ -139,3 +139,27 @@ def test_bad_description_and_invalid_parameters(ros):
         SimNode(context=ros.context, node_name='sim_bad2', parameter_overrides=[
             Parameter('robot_description', value=ARM),
             Parameter('initial_positions', value=[0.1, 0.2])])
+
+
+def test_a_diverged_simulation_resets_and_keeps_publishing(ros):
+    """A huge torque blows the state up: the sim resets to the initial state, counts it, and
+    simulated time runs on (it used to raise on every later tick and publish nothing, and a
+    wait_for_command hold came back after a reset)."""
+    sim = ros.start(SimNode, {'robot_description': ARM, 'publish_clock': True,
+                              'wait_for_command': True, 'command_timeout': 0.05})
+    states = ros.collect(JointState, 'joint_states')
+    cmd = ros.publisher(Float64MultiArray, '/rbd_sim/effort_commands', wait_for=1)
+    huge = Float64MultiArray(data=[0.0] * 6 + [1e7])
+    wait_until(lambda: (cmd.publish(huge), sim.divergence_resets >= 1)[1], period=0.05,
+               what='a divergence reset')
+    assert sim.stats.internal_errors == 0, sim.stats.last_error
+    t_reset = sim.sim_time
+    count = len(states)
+    # no more commands: the held arm falls, simulated time runs on, joint_states keep coming
+    wait_until(lambda: sim.sim_time > t_reset + 1.0, timeout=30, what='sim time after the reset')
+    assert len(states) > count + 10
+    for msg in states[count:]:
+        assert all(math.isfinite(x) for x in list(msg.position) + list(msg.velocity))
+    stamps = [sim_seconds(m) for m in states[count:]]
+    assert stamps == sorted(stamps)
+    assert sim.stats.internal_errors == 0

@@ -48,3 +48,31 @@ def test_a_group_compiles_in_a_worker(group):
 def test_a_worker_needs_the_deferred_mode():
     result = run(['-m', 'rbd_ros.dynamics.warmup', '--group', '0'], RBD_ROS_DEFER_COMPILE='0')
     assert result.returncode != 0 and 'RBD_ROS_DEFER_COMPILE=1' in result.stderr
+
+
+_HOLD = '''
+import sys, time
+from rbd_ros.dynamics._jit import compile_lock
+with compile_lock():
+    print('locked', flush=True)
+    time.sleep(float(sys.argv[1]))
+'''
+
+
+@pytest.mark.skipif(os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0'), reason='needs numba')
+def test_processes_take_turns_at_the_compile_lock_and_a_killed_one_lets_go():
+    """Nodes started at once compile (or load the cache) one after the other; one killed in
+    the middle of its compile releases the lock with its death."""
+    import signal
+    import time
+    holder = subprocess.Popen([sys.executable, '-c', _HOLD, '30'], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == 'locked'
+    waiter = subprocess.Popen([sys.executable, '-c', _HOLD, '0'], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    assert waiter.poll() is None            # waiting for the lock
+    holder.send_signal(signal.SIGKILL)      # killed mid-"compile"
+    holder.wait(timeout=10)
+    assert waiter.stdout.readline().strip() == 'locked'
+    assert waiter.wait(timeout=30) == 0

@@ -9,11 +9,14 @@ v[:6] in the base frame) are those of ../shared/CONVENTIONS.md, documented in th
 A Model never changes once built; each call writes into a workspace (Data), the calling
 thread's own unless ``data=model.create_data()`` is passed.
 """
-from ._jit import JIT_ENABLED
-from .api import (REFERENCES, FramePoses, center_of_mass, coriolis_matrix, forward_dynamics,
-                  frame_acceleration, frame_jacobian, frame_pose, frame_poses, frame_velocity,
-                  gravity_torques, integrate, inverse_dynamics, joint_friction_torques,
-                  kinetic_energy, mass_matrix, nonlinear_effects, potential_energy)
+from ._jit import JIT_ENABLED, compile_lock
+
+with compile_lock():   # importing the entry points compiles them, or loads numba's cache
+    from .api import (REFERENCES, FramePoses, center_of_mass, coriolis_matrix, forward_dynamics,
+                      frame_acceleration, frame_jacobian, frame_pose, frame_poses,
+                      frame_velocity, gravity_torques, integrate, inverse_dynamics,
+                      joint_friction_torques, kinetic_energy, mass_matrix, nonlinear_effects,
+                      potential_energy)
 from .data import Data
 from .errors import InertiaError, JointError, ModelError, TopologyError, URDFSyntaxError
 from .model import FLOATING_BASE_JOINT, JointInfo, Model

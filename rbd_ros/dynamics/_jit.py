@@ -4,7 +4,10 @@ Kernels are written in the subset of Python that numba compiles (loops over flat
 arrays). ``RBD_ROS_NO_JIT=1`` (or numba's own ``NUMBA_DISABLE_JIT=1``) runs the very same
 functions in the interpreter, which is how the tests prove the two modes agree.
 """
+import contextlib
+import hashlib
 import os
+import tempfile
 
 import numpy as _np
 
@@ -22,6 +25,36 @@ JIT_ENABLED = _numba is not None and os.environ.get('NUMBA_DISABLE_JIT', '') in 
 # compiled only on request (warmup.compile_group), so that the cores fill the cache in parallel.
 DEFER_COMPILE = os.environ.get('RBD_ROS_DEFER_COMPILE', '') == '1'
 DEFERRED = []   # (dispatcher, signature) of each signature kernel, in DEFER_COMPILE mode
+
+
+@contextlib.contextmanager
+def compile_lock():
+    """Hold an exclusive, cross-process lock while the kernels are compiled or loaded from
+    numba's cache. Three nodes started at once then compile one after the other (the first
+    fills the cache, the others load it) instead of racing on the cache files; a process killed
+    mid-compile releases the lock with its death. No-op without numba or fcntl."""
+    if _numba is None:
+        yield
+        return
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    key = hashlib.sha1(here.encode()).hexdigest()[:12]
+    path = os.path.join(tempfile.gettempdir(), f'rbd_ros_compile_{key}.lock')
+    try:
+        handle = open(path, 'a+')
+    except OSError:  # pragma: no cover - no writable temporary directory: no lock
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def kernel(fn=None, signature=None, parallel=False):

@@ -49,6 +49,9 @@ PARAMS = {
                                '(joint_states are then stamped with it)'),
     'wait_for_command': ParamSpec('bool', False, 'hold the initial state (time stopped) until '
                                   'the first command arrives, e.g. while a controller starts'),
+    'divergence_bound': ParamSpec('double', 1e4, 'a joint speed (rad/s or m/s) or position '
+                                  'beyond this, or a NaN, is a diverged simulation: the state '
+                                  'is reset to the initial one, time runs on', positive),
 }
 
 
@@ -82,6 +85,7 @@ class SimNode(RbdNode):
         self.substeps = max(1, round(p['rate'] / p['publish_rate']))
         self.sim_time = 0.0
         self.steps = 0
+        self.divergence_resets = 0
         self.pub_js = self.create_publisher(JointState, 'joint_states', OUTPUT_QOS)
         self.pub_clock = self.create_publisher(Clock, '/clock', OUTPUT_QOS) \
             if p['publish_clock'] else None
@@ -170,8 +174,24 @@ class SimNode(RbdNode):
         response.success, response.message = True, 'state reset to initial_positions'
         return response
 
+    def _diverged(self, robot: Robot, q, v) -> bool:
+        """NaN or inf, or a joint beyond divergence_bound (speed or position)."""
+        bound = self.params['divergence_bound']
+        if not all_finite(q, v):
+            return True
+        return bool(np.max(np.abs(v), initial=0.0) > bound
+                    or np.max(np.abs(q[robot.q_index]), initial=0.0) > bound)
+
     # -- simulation ----------------------------------------------------------------------------
     def _step(self, robot: Robot, q, v, tau):
+        """One integration step; None when the simulation diverged (before the core could
+        refuse a NaN: a diverged state must reset, never stop the simulator)."""
+        try:
+            return self._integrate(robot, q, v, tau)
+        except (ValueError, FloatingPointError):   # NaN, inf or a singular M on the way
+            return None
+
+    def _integrate(self, robot: Robot, q, v, tau):
         dt, model = self.dt, robot.model
         if self.params['integrator'] == 'rk4':
             a1 = rbd.forward_dynamics(model, q, v, tau)
@@ -186,6 +206,8 @@ class SimNode(RbdNode):
         else:   # semi-implicit (symplectic) Euler
             v_new = v + dt * rbd.forward_dynamics(model, q, v, tau)
             q_new = rbd.integrate(model, q, v_new, dt)
+        if self._diverged(robot, q_new, v_new):
+            return None
         # URDF position limits stop the joint.
         qj, vj = q_new[robot.q_index], v_new[robot.v_index]
         lower, upper = robot.lower, robot.upper
@@ -215,20 +237,29 @@ class SimNode(RbdNode):
             t0 = time.perf_counter()
             q, v = st.q, st.v
             for _ in range(self.substeps):
-                q, v = self._step(robot, q, v, tau)
+                stepped = self._step(robot, q, v, tau)
+                if stepped is None:       # diverged: back to the initial state, time runs on
+                    self._reset_after_divergence(rt)
+                    q, v = st.q, st.v
+                    break
+                q, v = stepped
             self.stats.compute_s.append(time.perf_counter() - t0)
-            if not all_finite(q, v):
-                self.stats.non_finite_outputs += 1
-                self.stats.last_error = 'simulation diverged: state reset'
-                self.get_logger().error('simulation diverged (NaN/inf): state reset',
-                                        throttle_duration_sec=2.0)
-                fresh = self._initial_state(robot, rt.q0)
-                st.q, st.v = fresh.q, fresh.v
-                return
             st.q, st.v = q, v
             self.steps += self.substeps
             self.sim_time = self.steps * self.dt
         self.publish_state(rt, tau_j)
+
+    def _reset_after_divergence(self, rt: Runtime) -> None:
+        """Reset the state (not the commands: a wait_for_command hold does not come back)."""
+        self.divergence_resets += 1
+        self.stats.last_error = f'simulation diverged at t = {self.sim_time:.3f} s: state reset'
+        if self.divergence_resets == 1:    # logged once; counted in /diagnostics
+            self.get_logger().error(f'simulation diverged (NaN, inf or beyond '
+                                    f'divergence_bound {self.params["divergence_bound"]:g}) at '
+                                    f't = {self.sim_time:.3f} s: state reset to the initial one; '
+                                    'later resets are only counted (divergence_resets)')
+        fresh = self._initial_state(rt.robot, rt.q0)
+        rt.state.q, rt.state.v = fresh.q, fresh.v
 
     def publish_state(self, rt: Runtime, tau_j: np.ndarray) -> None:
         robot, st = rt.robot, rt.state
@@ -249,6 +280,7 @@ class SimNode(RbdNode):
 
     def extra_diagnostics(self) -> dict:
         extra = {'sim_time': f'{self.sim_time:.3f}', 'steps': str(self.steps),
+                 'divergence_resets': str(self.divergence_resets),
                  'integrator': self.params['integrator'],
                  'real_time_factor': f'{self.sim_time / max(time.monotonic() - self._wall_t0, 1e-9):.3f}'}
         rt = self.runtime

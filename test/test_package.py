@@ -1,0 +1,31 @@
+"""package.xml declares what the code imports, and nothing it does not: rosdep installs exactly
+what a colcon-built rbd_ros needs on a real ROS 2 install."""
+import ast
+import pathlib
+import sys
+import xml.etree.ElementTree as ET
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+# Python module -> rosdep key, where they differ
+ROSDEP = {'numpy': 'python3-numpy', 'numba': 'python3-numba', 'lxml': 'python3-lxml',
+          'yaml': 'python3-yaml'}
+
+
+def imported_modules():
+    modules = set()
+    files = list((ROOT / 'rbd_ros').rglob('*.py')) + list((ROOT / 'launch').glob('*.py'))
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules.update(alias.name.split('.')[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules.add(node.module.split('.')[0])
+    return {m for m in modules if m not in sys.stdlib_module_names and m != 'rbd_ros'}
+
+
+def test_package_xml_declares_every_import_and_nothing_else():
+    root = ET.parse(ROOT / 'package.xml').getroot()
+    declared = {e.text for e in root.iter('exec_depend')}
+    needed = {ROSDEP.get(m, m) for m in imported_modules()}
+    assert needed - declared == set(), f'imported but not declared: {needed - declared}'
+    assert declared - needed == set(), f'declared but never imported: {declared - needed}'
