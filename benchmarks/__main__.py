@@ -9,6 +9,9 @@
 
 ``--smoke`` runs both for a few seconds (the test suite does, so they never rot; nothing in the
 tests asserts a time).
+
+Beside them, the fuzz and soak campaign against the running nodes (minutes; see
+benchmarks/campaign.py): ``.venv/bin/python -m benchmarks.campaign``.
 """
 import argparse
 

@@ -51,3 +51,18 @@ def test_node_bench_smoke():
         assert rows[label][1] not in ('', '-'), f'no value for {label}:\n{result.stdout}'
     assert any(label.startswith('RSS max - min') for label in rows), result.stdout
     assert any(label.startswith('start-up to first torque') for label in rows), result.stdout
+
+
+def test_campaign_smoke():
+    """The fuzz and soak campaign, seconds long: a few thousand fuzzed joint_states as bytes and
+    as bad fields into dynamics_node, description reloads, fuzzed (and blowing-up) commands
+    into sim_node, a short 1 kHz soak. It fails on any non-finite output, death, freeze,
+    internal error, mixed model, lost soak output or counters that do not add up."""
+    pytest.importorskip('rclpy')
+    result = run_smoke('benchmarks.campaign')
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'result: every check held' in result.stdout
+    rows = {row[0]: row[1:] for row in table_rows(result.stdout)}
+    assert rows['internal errors: dynamics / sim'] == ['0 / 0']
+    assert int(rows['rejected: malformed'][0]) > 0
+    assert rows['non-finite outputs received / dropped by the nodes'] == ['0 / 0']

@@ -239,3 +239,20 @@ def test_serialized_message_is_the_message():
     empty = JointState()   # a model without single-DoF joints
     out = SerializedMessage(empty, empty.header, [(empty, 'position')], 0)
     assert deserialize_message(out.fill(1, 2, []), JointState) == js([], sec=1, nanosec=2)
+
+
+def test_a_clock_reset_is_taken_and_counted_not_a_lockout():
+    """One stamp far in the future (a garbage stamp, found by the fuzz campaign) used to make
+    every later message 'time_backwards' until time caught up. A jump back of more than 1 s is
+    a reset of the sender's clock (a log replayed from its start): taken, and counted."""
+    lm = load_robot(TREE3)
+    m = JointStateMerger(lm)
+    names = list(lm.joint_names)
+    m.update(js(names, [1, 2, 3, 4], sec=5))
+    m.update(js(names, [1, 2, 3, 4], sec=2_000_000_000))      # a stamp from the future
+    with pytest.raises(Rejected):                            # out of order: still rejected
+        m.update(js(names, [1, 2, 3, 4], sec=1_999_999_999, nanosec=500_000_000))
+    m.update(js(names, [5, 6, 7, 8], sec=6))                 # back to the real clock
+    assert m.clock_resets == 1 and list(m.position) == [5, 6, 7, 8]
+    m.update(js(names, [5, 6, 7, 8], sec=7))
+    assert m.clock_resets == 1

@@ -268,6 +268,7 @@ class DynamicsNode(RbdNode):
         if rt is not None:
             extra['joints_known'] = f'{int(rt.merger.has_position.sum())}/' \
                                     f'{len(rt.robot.joint_names)}'
+            extra['clock_resets'] = str(rt.merger.clock_resets)
         return extra
 
 

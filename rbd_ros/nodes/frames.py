@@ -125,7 +125,10 @@ class FramesNode(RbdNode):
         self.stats.published += 1
 
     def extra_diagnostics(self) -> dict:
-        return {'frame_prefix': self.params['frame_prefix']}
+        extra = {'frame_prefix': self.params['frame_prefix']}
+        if self.runtime is not None:
+            extra['clock_resets'] = str(self.runtime.merger.clock_resets)
+        return extra
 
 
 def main(args=None) -> int:

@@ -16,6 +16,11 @@ from sensor_msgs.msg import JointState
 
 from .robot import Robot
 
+#: A stamp older than the previous one by more than this is a reset of the sender's clock (a log
+#: replayed from its start, a restarted driver, or one bad stamp from the future before): taken,
+#: and counted. Older by less, it is a message delivered out of order: rejected (time_backwards).
+CLOCK_RESET_NS = 1_000_000_000
+
 
 def stamp_ns(stamp: TimeMsg) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
@@ -70,11 +75,13 @@ class JointStateMerger:
         self.has_velocity = np.zeros(n, dtype=bool)
         self.has_effort = np.zeros(n, dtype=bool)
         self.last_stamp_ns = -1
+        self.clock_resets = 0
         self._skip = set(robot.mimic_names) | set(robot.multi_dof_names)
         self._plans: dict[tuple[str, ...], _MergePlan] = {}
         self._complete = self._effort_complete = False
         if previous is not None:   # a model swap keeps what is known, by name
             self.last_stamp_ns = previous.last_stamp_ns
+            self.clock_resets = previous.clock_resets
             for name, i in robot.slot.items():
                 j = previous.robot.slot.get(name)
                 if j is None:
@@ -137,8 +144,10 @@ class JointStateMerger:
         if not all_finite(pos, vel, eff):
             raise Rejected('non_finite', 'NaN or inf in position, velocity or effort')
         if t < self.last_stamp_ns:
-            raise Rejected('time_backwards',
-                           f'stamp {t * 1e-9:.9f} s is older than {self.last_stamp_ns * 1e-9:.9f} s')
+            if self.last_stamp_ns - t <= CLOCK_RESET_NS:
+                raise Rejected('time_backwards', f'stamp {t * 1e-9:.9f} s is older than '
+                               f'{self.last_stamp_ns * 1e-9:.9f} s')
+            self.clock_resets += 1
         self.last_stamp_ns = t
         for values, dest, known in ((pos, self.position, self.has_position),
                                     (vel, self.velocity, self.has_velocity),
