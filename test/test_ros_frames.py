@@ -114,6 +114,6 @@ def test_publish_frequency_and_bad_input(ros):
     wait_until(lambda: tf, what='/tf at publish_frequency')
     pub.publish(js(names, np.zeros(6), sec=6))
     pub.publish(js(names, [np.nan] * 7, sec=7))
-    pub.publish(js(names, np.zeros(7), sec=1))
+    pub.publish(js(names, np.zeros(7), sec=4, nanosec=500_000_000))   # 0.5 s back: late
     wait_until(lambda: sum(node.stats.rejected.values()) == 3, what='rejections')
     assert set(node.stats.rejected) == {'length_mismatch', 'non_finite', 'time_backwards'}

@@ -259,8 +259,11 @@ class DynamicsNode(RbdNode):
 
     def extra_diagnostics(self) -> dict:
         stale = self.runtime is not None and self.is_stale()
-        if stale and not self._was_stale:
+        commanding = self.params['command_source'] != 'none'
+        if commanding and stale and not self._was_stale and self.stats.last_input_time:
             self.get_logger().warning('input stale: torque commands stopped')
+        elif commanding and self._was_stale and not stale:
+            self.get_logger().info('input fresh again: torque commands resumed')
         self._was_stale = stale
         extra = {'command_source': self.params['command_source'],
                  'floating_base': str(self.params['floating_base']).lower()}

@@ -1,54 +1,101 @@
-"""sim_node (node ``rbd_sim``): a simulated torque-controlled robot.
+"""sim_node (node ``rbd_sim``): a simulated robot to test controllers against (the ROS adapter of
+rbd_ros.simulation.Simulator: real joints, RK4, saturation, friction, damping, limits).
 
-Integrates ``forward_dynamics`` at ``rate`` Hz (semi-implicit Euler or RK4, on the configuration
-manifold through ``integrate``) from ``initial_positions``; every 1/``publish_rate`` s it runs the
-steps that are due and publishes ``joint_states`` (position, velocity, applied effort) and,
-optionally, ``/clock``. Commands: ``~/effort_commands`` (Float64MultiArray in ``command_joints``
-order) or ``~/joint_commands`` (JointState effort, by name); a command older than
-``command_timeout`` counts as zero torque. URDF position limits stop the joint. ``~/reset``
-(std_srvs/Trigger) restores the initial state. Planar and floating URDF joints are integrated but,
-having no JointState form, are not published (docs/ros.md).
+Every 1/``publish_rate`` s of simulated time it publishes ``joint_states`` (position, velocity,
+and the applied, saturated effort) and, with ``publish_clock``, ``/clock``; it integrates at
+``rate`` Hz in between. Commands, summed over the inputs that are fresh (younger than
+``command_timeout`` of simulated time): ``~/effort_commands`` (Float64MultiArray in
+``command_joints`` order) and ``~/joint_commands`` (sensor_msgs/JointState by name, any of
+position, velocity, effort filled, as topic_based_ros2_control and Isaac Sim send them:
+effort is applied as it is, position and velocity through ``position_kp``/``position_kd`` and
+``velocity_kp``). ``~/external_wrench`` (geometry_msgs/WrenchStamped) pushes a link.
+Time: ``real_time_factor`` (1 real time, 0 as fast as possible) or ``lockstep`` (one publish
+period per command received after each joint_states). Services: ``~/pause`` (SetBool),
+``~/step`` (Trigger: ``step_count`` periods while paused), ``~/reset`` (Trigger: the initial
+state); topic ``~/set_state`` (JointState) sets a given state. Everything: docs/ros.md.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import time
 
 import numpy as np
+from geometry_msgs.msg import WrenchStamped
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 
-import rbd_ros.dynamics as rbd
 from rbd_ros.ros.joint_states import Rejected, all_finite
 from rbd_ros.ros.messages import joint_state, time_msg
 from rbd_ros.ros.node import COMMON_PARAMS, RbdNode, node_main
-from rbd_ros.ros.params import ParamSpec, finite_vector, one_of, positive, unique_names
+from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of, positive,
+                                unique_names)
 from rbd_ros.ros.qos import COMMAND_QOS, OUTPUT_QOS
 from rbd_ros.ros.robot import Robot
+from rbd_ros.simulation import INTEGRATORS, POSITION_LIMITS, SimOptions, Simulator
+
+
+def _gains(value) -> None:
+    finite_vector(minimum=0.0)(value)
+    if not value:
+        raise ValueError('must have one value (for every joint) or one per command joint')
+
 
 PARAMS = {
     **COMMON_PARAMS,
     'gravity': ParamSpec('double_array', [0.0, 0.0, -9.81], 'gravity in the world frame (m/s^2)',
                          finite_vector(3)),
     'rate': ParamSpec('double', 1000.0, 'integration rate (Hz)', positive),
-    'publish_rate': ParamSpec('double', 100.0, 'joint_states (and /clock) rate (Hz); the '
-                              'integration steps that are due run in one batch at this rate',
-                              positive),
-    'integrator': ParamSpec('string', 'semi_implicit_euler', 'semi_implicit_euler or rk4',
-                            one_of('semi_implicit_euler', 'rk4')),
-    'command_joints': ParamSpec('string_array', [], 'joint order of ~/effort_commands and '
-                                'initial_positions; empty: every single-DoF joint in model '
-                                'order', unique_names),
+    'publish_rate': ParamSpec('double', 100.0, 'joint_states (and /clock) rate in simulated time '
+                              '(Hz): the control period', positive),
+    'integrator': ParamSpec('string', 'rk4', 'rk4 (energy to 1e-6) or semi_implicit_euler',
+                            one_of(*INTEGRATORS)),
+    'damping': ParamSpec('bool', True, 'apply the URDF <dynamics damping> (implicit)'),
+    'friction': ParamSpec('bool', True, 'apply the URDF <dynamics friction> (Coulomb, with '
+                          'stiction)'),
+    'effort_limits': ParamSpec('bool', True, 'saturate commands at the URDF effort limits'),
+    'velocity_limits': ParamSpec('bool', True, 'cap joint speeds at the URDF velocity limits'),
+    'position_limits': ParamSpec('string', 'constraint', 'URDF position limits: constraint '
+                                 '(inelastic stop), spring (stiff spring-damper) or off',
+                                 one_of(*POSITION_LIMITS)),
+    'armature': ParamSpec('double_array', [], 'reflected rotor inertia of the command joints '
+                          '(kg m^2 or kg): one value for all or one per command joint; empty: '
+                          'the URDF\'s drake:rotor_inertia, else none',
+                          finite_vector(minimum=0.0)),
+    'command_joints': ParamSpec('string_array', [], 'joint order of ~/effort_commands, '
+                                'initial_positions, armature and the gains; empty: every '
+                                'single-DoF joint in model order', unique_names),
     'initial_positions': ParamSpec('double_array', [], 'start (and reset) positions in '
                                    'command_joints order; empty: all zero', finite_vector()),
-    'command_timeout': ParamSpec('double', 0.1, 's after which a command counts as zero torque',
-                                 positive),
+    'command_timeout': ParamSpec('double', 0.1, 's of simulated time after which a command '
+                                 'input counts as zero', positive),
+    'position_kp': ParamSpec('double_array', [100.0], 'N m/rad (N/m): position commands', _gains,
+                             dynamic=True),
+    'position_kd': ParamSpec('double_array', [10.0], 'N m s/rad: with position commands',
+                             _gains, dynamic=True),
+    'velocity_kp': ParamSpec('double_array', [10.0], 'N m s/rad: velocity commands', _gains,
+                             dynamic=True),
+    'real_time_factor': ParamSpec('double', 1.0, 'simulated s per wall s; 0: as fast as '
+                                  'possible', non_negative),
+    'lockstep': ParamSpec('bool', False, 'advance one publish period only when a command '
+                          'arrived after the last joint_states (reproducible closed loops)'),
+    'step_count': ParamSpec('int', 1, 'publish periods one ~/step call advances', positive,
+                            dynamic=True),
     'publish_clock': ParamSpec('bool', False, 'publish /clock with the simulated time '
                                '(joint_states are then stamped with it)'),
     'wait_for_command': ParamSpec('bool', False, 'hold the initial state (time stopped) until '
                                   'the first command arrives, e.g. while a controller starts'),
+    'joint_states_noise': ParamSpec('double_array', [0.0, 0.0], 'standard deviations of '
+                                    'Gaussian noise on published positions and velocities',
+                                    finite_vector(2, minimum=0.0)),
+    'joint_states_delay': ParamSpec('double', 0.0, 's of simulated time between a state and '
+                                    'its publication', non_negative),
+    'noise_seed': ParamSpec('int', 0, 'seed of the joint_states noise'),
+    'external_wrench_duration': ParamSpec('double', 0.1, 's of simulated time a '
+                                          '~/external_wrench acts; 0: until the next one',
+                                          non_negative),
     'divergence_bound': ParamSpec('double', 1e4, 'a joint speed (rad/s or m/s) or position '
                                   'beyond this, or a NaN, is a diverged simulation: the state '
                                   'is reset to the initial one, time runs on', positive),
@@ -56,22 +103,28 @@ PARAMS = {
 
 
 @dataclasses.dataclass
-class SimState:
-    """The simulated robot's state, changed in place by the step and the command callbacks."""
+class CommandInput:
+    """The latest command on one input, per JointState joint (NaN: not commanded)."""
 
-    q: np.ndarray
-    v: np.ndarray
-    command: np.ndarray           # effort per JointState joint
-    command_time: float | None    # time.monotonic() of the last command
+    effort: np.ndarray
+    position: np.ndarray
+    velocity: np.ndarray
+    time: float | None = None       # simulated time of receipt
+
+    @classmethod
+    def empty(cls, n):
+        nan = np.full(n, np.nan)
+        return cls(nan.copy(), nan.copy(), nan.copy())
 
 
 @dataclasses.dataclass(frozen=True)
 class Runtime:
     robot: Robot
+    sim: Simulator                 # the state (q, v, t) and the step
     command_names: tuple[str, ...]
-    command_slots: np.ndarray     # slots (in robot.joint_names) of command_joints
-    q0: np.ndarray                # initial full configuration (nq)
-    state: SimState
+    command_slots: np.ndarray      # slots (in robot.joint_names) of command_joints
+    q0: np.ndarray                 # initial configuration (nq)
+    inputs: dict                   # name -> CommandInput
 
 
 class SimNode(RbdNode):
@@ -81,11 +134,17 @@ class SimNode(RbdNode):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         p = self.params
-        self.dt = 1.0 / p['rate']
         self.substeps = max(1, round(p['rate'] / p['publish_rate']))
+        self.dt = 1.0 / (self.substeps * p['publish_rate'])
         self.sim_time = 0.0
         self.steps = 0
         self.divergence_resets = 0
+        self.saturated = 0              # commands clipped at an effort limit
+        self.paused = False
+        self.awaiting_command = False   # lockstep: a state was published, no command since
+        self.wrench = None              # ({link: wrench}, end time or None)
+        self.delayed = collections.deque()
+        self.rng = np.random.default_rng(p['noise_seed'])
         self.pub_js = self.create_publisher(JointState, 'joint_states', OUTPUT_QOS)
         self.pub_clock = self.create_publisher(Clock, '/clock', OUTPUT_QOS) \
             if p['publish_clock'] else None
@@ -93,34 +152,71 @@ class SimNode(RbdNode):
                                  self.guard(self.on_effort_commands), COMMAND_QOS)
         self.create_subscription(JointState, '~/joint_commands',
                                  self.guard(self.on_joint_commands), COMMAND_QOS)
+        self.create_subscription(WrenchStamped, '~/external_wrench',
+                                 self.guard(self.on_external_wrench), COMMAND_QOS)
+        self.create_subscription(JointState, '~/set_state', self.guard(self.on_set_state),
+                                 COMMAND_QOS)
         self.create_service(Trigger, '~/reset', self.on_reset)
+        self.create_service(SetBool, '~/pause', self.on_pause)
+        self.create_service(Trigger, '~/step', self.on_step)
         self._wall_t0 = time.monotonic()
-        self.create_timer(1.0 / p['publish_rate'], self.guard(self.tick))
         self.start()
+        if p['lockstep']:      # the first state, again, until a controller answers it
+            self._announce = self.create_timer(0.5, self.guard(self.announce))
+        else:
+            rtf = p['real_time_factor']
+            self.create_timer(0.0 if rtf == 0 else 1.0 / (p['publish_rate'] * rtf),
+                              self.guard(self.tick))
 
     # -- model ---------------------------------------------------------------------------------
     def prepare(self, robot: Robot) -> Runtime:
-        names, slots = robot.joint_slots(self.params['command_joints'])
-        init = self.params['initial_positions']
-        if init and len(init) != len(names):
-            raise ValueError(f'initial_positions has {len(init)} values for the {len(names)} '
-                             f'command_joints ({", ".join(names)})')
+        p = self.params
+        names, slots = robot.joint_slots(p['command_joints'])
+        n = len(names)
+        for name in ('initial_positions', 'armature', 'position_kp', 'position_kd',
+                     'velocity_kp'):
+            values = p[name]
+            allowed = (0, n) if name in ('initial_positions', 'armature') else (1, n)
+            if len(values) not in allowed and not (name == 'armature' and len(values) == 1):
+                raise ValueError(f'{name} has {len(values)} values for the {n} command_joints '
+                                 f'({", ".join(names)})')
+        model = robot.model
+        if p['armature']:     # the command joints' armature from the parameter, the rest kept
+            armature = {j.name: float(model.armature[j.v_index]) for j in model.joints
+                        if j.nv == 1 and j.v_index is not None}
+            armature.update(zip(names, np.broadcast_to(p['armature'], (n,)).tolist()))
+            model = model.with_armature(armature)
+            robot = dataclasses.replace(robot, model=model)
         qj = np.zeros(len(robot.joint_names))
-        if init:
-            qj[slots] = init
+        if p['initial_positions']:
+            qj[slots] = p['initial_positions']
         clamped = np.clip(qj, robot.lower, robot.upper)
         if not np.array_equal(clamped, qj):
             self.get_logger().warning('initial_positions outside the URDF limits: clamped')
         q0 = robot.full_q(clamped)
-        return Runtime(robot=robot, command_names=names, command_slots=slots, q0=q0,
-                       state=self._initial_state(robot, q0))
+        options = SimOptions(dt=self.dt if hasattr(self, 'dt') else 1.0 / p['rate'],
+                             integrator=p['integrator'], damping=p['damping'],
+                             friction=p['friction'], effort_limits=p['effort_limits'],
+                             velocity_limits=p['velocity_limits'],
+                             position_limits=p['position_limits'],
+                             divergence_bound=p['divergence_bound'])
+        count = len(robot.joint_names)
+        return Runtime(robot=robot, sim=Simulator(model, q0, options=options),
+                       command_names=names, command_slots=slots, q0=q0,
+                       inputs={'effort_commands': CommandInput.empty(count),
+                               'joint_commands': CommandInput.empty(count)})
 
-    @staticmethod
-    def _initial_state(robot: Robot, q0: np.ndarray) -> SimState:
-        return SimState(q=q0.copy(), v=np.zeros(robot.nv),
-                        command=np.zeros(len(robot.joint_names)), command_time=None)
+    def runtime_changed(self, runtime: Runtime) -> None:
+        runtime.sim.t = self.sim_time          # simulated time runs on across a model swap
+        self.delayed.clear()
 
-    # -- commands ------------------------------------------------------------------------------
+    # -- commands in ---------------------------------------------------------------------------
+    def _command_arrived(self, rt: Runtime) -> None:
+        self.stats.last_input_time = time.monotonic()
+        if self.params['lockstep'] and self.awaiting_command and not self.paused:
+            self.awaiting_command = False
+            self.advance(rt)
+
     def on_effort_commands(self, msg: Float64MultiArray) -> None:
         self.stats.received += 1
         rt = self.runtime
@@ -132,125 +228,194 @@ class SimNode(RbdNode):
                            f'{len(rt.command_slots)} command_joints')
         if not all_finite(data):
             raise Rejected('non_finite', 'NaN or inf in effort_commands')
-        command = np.zeros(len(rt.robot.joint_names))
-        command[rt.command_slots] = data
-        rt.state.command = command
-        rt.state.command_time = self.stats.last_input_time = time.monotonic()
+        cmd = CommandInput.empty(len(rt.robot.joint_names))
+        cmd.effort[rt.command_slots] = data
+        cmd.time = self.sim_time
+        rt.inputs['effort_commands'] = cmd
+        self._command_arrived(rt)
 
     def on_joint_commands(self, msg: JointState) -> None:
+        """By name; each of position, velocity, effort either empty (not commanded) or one
+        value per name. Joints not named keep this input's earlier command."""
         self.stats.received += 1
         rt = self.runtime
         if rt is None:
             raise Rejected('no_model', 'command before any robot_description')
-        if len(msg.effort) != len(msg.name):
-            raise Rejected('length_mismatch',
-                           f'{len(msg.name)} names but {len(msg.effort)} efforts')
-        effort = np.asarray(msg.effort, dtype=float)
-        if not all_finite(effort):
+        n = len(msg.name)
+        fields = {f: np.asarray(getattr(msg, f), dtype=float)
+                  for f in ('position', 'velocity', 'effort')}
+        for field, values in fields.items():
+            if len(values) not in (0, n):
+                raise Rejected('length_mismatch', f'{n} names but {len(values)} {field} values')
+        if len(set(msg.name)) != n:
+            raise Rejected('duplicate_names', 'a joint name appears twice')
+        if not all_finite(*fields.values()):
             raise Rejected('non_finite', 'NaN or inf in joint_commands')
-        st = rt.state
-        command = st.command.copy() if st.command_time is not None \
-            else np.zeros(len(rt.robot.joint_names))
+        old = rt.inputs['joint_commands']
+        cmd = CommandInput(old.effort.copy(), old.position.copy(), old.velocity.copy())
         unknown = []
-        for name, value in zip(msg.name, effort):
+        for k, name in enumerate(msg.name):
             i = rt.robot.slot.get(name)
             if i is None:
                 unknown.append(name)
-            else:
-                command[i] = value
+                continue
+            for field, values in fields.items():
+                getattr(cmd, field)[i] = values[k] if len(values) else np.nan
         if unknown:
             self.stats.unknown_names(unknown)
-        st.command = command
-        st.command_time = self.stats.last_input_time = time.monotonic()
+        cmd.time = self.sim_time
+        rt.inputs['joint_commands'] = cmd
+        self._command_arrived(rt)
 
+    def on_external_wrench(self, msg: WrenchStamped) -> None:
+        """A wrench [f; tau] on the link named by header.frame_id, in that link's frame,
+        about its origin (the core's f_ext), for external_wrench_duration s."""
+        rt = self.runtime
+        if rt is None:
+            raise Rejected('no_model', 'wrench before any robot_description')
+        link = msg.header.frame_id
+        if link not in rt.robot.model.frame_index:
+            raise Rejected('unknown_link', f'external_wrench on unknown link {link!r}')
+        f, t = msg.wrench.force, msg.wrench.torque
+        wrench = np.array([f.x, f.y, f.z, t.x, t.y, t.z])
+        if not all_finite(wrench):
+            raise Rejected('non_finite', 'NaN or inf in external_wrench')
+        duration = self.params['external_wrench_duration']
+        self.wrench = ({link: wrench}, self.sim_time + duration if duration > 0 else None)
+
+    def on_set_state(self, msg: JointState) -> None:
+        """Set positions (and velocities) by name; joints not named keep theirs."""
+        rt = self.runtime
+        if rt is None:
+            raise Rejected('no_model', 'state before any robot_description')
+        n = len(msg.name)
+        pos, vel = np.asarray(msg.position, dtype=float), np.asarray(msg.velocity, dtype=float)
+        if len(pos) != n or len(vel) not in (0, n):
+            raise Rejected('length_mismatch', f'{n} names, {len(pos)} positions, '
+                           f'{len(vel)} velocities')
+        if not all_finite(pos, vel):
+            raise Rejected('non_finite', 'NaN or inf in set_state')
+        q, v = rt.sim.q.copy(), rt.sim.v.copy()
+        for k, name in enumerate(msg.name):
+            i = rt.robot.slot.get(name)
+            if i is None:
+                raise Rejected('unknown_joint', f'set_state names unknown joint {name!r}')
+            q[rt.robot.q_index[i]] = pos[k]
+            v[rt.robot.v_index[i]] = vel[k] if len(vel) else 0.0
+        rt.sim.q, rt.sim.v = q, v
+        self.delayed.clear()
+
+    # -- services ------------------------------------------------------------------------------
     def on_reset(self, request, response):
         rt = self.runtime
         if rt is None:
             response.success, response.message = False, 'no model'
             return response
-        fresh = self._initial_state(rt.robot, rt.q0)
-        rt.state.q, rt.state.v = fresh.q, fresh.v
-        rt.state.command, rt.state.command_time = fresh.command, fresh.command_time
-        response.success, response.message = True, 'state reset to initial_positions'
+        rt.sim.q, rt.sim.v = rt.q0.copy(), np.zeros(rt.robot.nv)
+        self.wrench = None
+        self.delayed.clear()
+        response.success = True
+        response.message = f'state reset to initial_positions at t = {self.sim_time:.6f} s'
         return response
 
-    def _diverged(self, robot: Robot, q, v) -> bool:
-        """NaN or inf, or a joint beyond divergence_bound (speed or position)."""
-        bound = self.params['divergence_bound']
-        if not all_finite(q, v):
-            return True
-        return bool(np.max(np.abs(v), initial=0.0) > bound
-                    or np.max(np.abs(q[robot.q_index]), initial=0.0) > bound)
+    def on_pause(self, request, response):
+        self.paused = bool(request.data)
+        response.success = True
+        response.message = f'{"paused" if self.paused else "running"} at t = {self.sim_time:.6f} s'
+        if not self.paused and self.params['lockstep'] and self.runtime is not None:
+            self.publish_state(self.runtime)
+        return response
+
+    def on_step(self, request, response):
+        rt = self.runtime
+        if rt is None or not self.paused:
+            response.success = False
+            response.message = 'no model' if rt is None else 'not paused: call ~/pause first'
+            return response
+        for _ in range(self.params['step_count']):
+            self.advance(rt, force=True)
+        response.success = True
+        response.message = f't = {self.sim_time:.6f} s'
+        return response
 
     # -- simulation ----------------------------------------------------------------------------
-    def _step(self, robot: Robot, q, v, tau):
-        """One integration step; None when the simulation diverged (before the core could
-        refuse a NaN: a diverged state must reset, never stop the simulator)."""
-        try:
-            return self._integrate(robot, q, v, tau)
-        except (ValueError, FloatingPointError):   # NaN, inf or a singular M on the way
-            return None
+    def command_torque(self, rt: Runtime) -> np.ndarray:
+        """The sum of the fresh inputs, per JointState joint (before saturation)."""
+        robot, sim = rt.robot, rt.sim
+        n = len(robot.joint_names)
+        q, v = sim.q[robot.q_index], sim.v[robot.v_index]
+        tau = np.zeros(n)
+        timeout = self.params['command_timeout']
+        gains = {}
+        for name in ('position_kp', 'position_kd', 'velocity_kp'):
+            values = np.asarray(self.params[name], dtype=float)
+            g = np.zeros(n)
+            g[rt.command_slots] = values if len(values) > 1 else values[0]
+            gains[name] = g
+        for cmd in rt.inputs.values():
+            if cmd.time is None or self.sim_time - cmd.time > timeout:
+                continue
+            tau += np.nan_to_num(cmd.effort)
+            has_p, has_v = ~np.isnan(cmd.position), ~np.isnan(cmd.velocity)
+            v_ref = np.where(has_v, cmd.velocity, 0.0)
+            tau += np.where(has_p, gains['position_kp'] * (np.nan_to_num(cmd.position) - q)
+                            + gains['position_kd'] * (v_ref - v), 0.0)
+            tau += np.where(~has_p & has_v, gains['velocity_kp'] * (v_ref - v), 0.0)
+        return tau
 
-    def _integrate(self, robot: Robot, q, v, tau):
-        dt, model = self.dt, robot.model
-        if self.params['integrator'] == 'rk4':
-            a1 = rbd.forward_dynamics(model, q, v, tau)
-            v2 = v + 0.5 * dt * a1
-            a2 = rbd.forward_dynamics(model, rbd.integrate(model, q, v, 0.5 * dt), v2, tau)
-            v3 = v + 0.5 * dt * a2
-            a3 = rbd.forward_dynamics(model, rbd.integrate(model, q, v2, 0.5 * dt), v3, tau)
-            v4 = v + dt * a3
-            a4 = rbd.forward_dynamics(model, rbd.integrate(model, q, v3, dt), v4, tau)
-            q_new = rbd.integrate(model, q, (v + 2 * v2 + 2 * v3 + v4) / 6.0, dt)
-            v_new = v + dt / 6.0 * (a1 + 2 * a2 + 2 * a3 + a4)
-        else:   # semi-implicit (symplectic) Euler
-            v_new = v + dt * rbd.forward_dynamics(model, q, v, tau)
-            q_new = rbd.integrate(model, q, v_new, dt)
-        if self._diverged(robot, q_new, v_new):
-            return None
-        # URDF position limits stop the joint.
-        qj, vj = q_new[robot.q_index], v_new[robot.v_index]
-        lower, upper = robot.lower, robot.upper
-        low, high = qj < lower, qj > upper
-        if low.any() or high.any():
-            qj = np.clip(qj, lower, upper)
-            vj = np.where((low & (vj < 0)) | (high & (vj > 0)), 0.0, vj)
-            q_new[robot.q_index], v_new[robot.v_index] = qj, vj
-        return q_new, v_new
-
-    def applied_effort(self, rt: Runtime) -> np.ndarray:
-        st = rt.state
-        if st.command_time is None or \
-                time.monotonic() - st.command_time > self.params['command_timeout']:
-            return np.zeros(len(rt.robot.joint_names))
-        return st.command
+    def _holding(self, rt: Runtime) -> bool:
+        return self.params['wait_for_command'] and all(c.time is None for c in rt.inputs.values())
 
     def tick(self) -> None:
+        """Real-time (or as-fast-as-possible) mode: one publish period per timer tick."""
+        rt = self.runtime
+        if rt is None or self.paused:
+            return
+        self.advance(rt)
+
+    def announce(self) -> None:
+        """Lockstep: until the first command, republish the current state (a controller that
+        starts late still gets it); afterwards, only commands advance time."""
         rt = self.runtime
         if rt is None:
             return
-        robot, st = rt.robot, rt.state
-        tau_j = self.applied_effort(rt)
-        holding = self.params['wait_for_command'] and st.command_time is None
-        if not holding:
-            tau = robot.full_v(tau_j)
-            t0 = time.perf_counter()
-            q, v = st.q, st.v
-            for _ in range(self.substeps):
-                stepped = self._step(robot, q, v, tau)
-                if stepped is None:       # diverged: back to the initial state, time runs on
-                    self._reset_after_divergence(rt)
-                    q, v = st.q, st.v
-                    break
-                q, v = stepped
-            self.stats.compute_s.append(time.perf_counter() - t0)
-            st.q, st.v = q, v
-            self.steps += self.substeps
-            self.sim_time = self.steps * self.dt
-        self.publish_state(rt, tau_j)
+        if any(c.time is not None for c in rt.inputs.values()):
+            self._announce.cancel()
+            return
+        if not self.paused:
+            self.publish_state(rt)
+            self.awaiting_command = True
+
+    def advance(self, rt: Runtime, force: bool = False) -> None:
+        """One publish period: the steps that are due, then joint_states."""
+        if not force and self._holding(rt):
+            self.publish_state(rt)
+            return
+        sim = rt.sim
+        t0 = time.perf_counter()
+        tau_j = self.command_torque(rt)
+        tau = rt.robot.full_v(tau_j)
+        applied = sim.saturate(tau)
+        self.saturated += int(np.count_nonzero(applied != tau))
+        for _ in range(self.substeps):
+            f_ext = None
+            if self.wrench is not None:
+                wrench, end = self.wrench
+                if end is not None and sim.t >= end - 1e-12:
+                    self.wrench = None
+                else:
+                    f_ext = wrench
+            if not sim.step(tau, f_ext):
+                self._reset_after_divergence(rt)
+                break
+        self.stats.compute_s.append(time.perf_counter() - t0)
+        self.steps += self.substeps
+        self.sim_time = round(self.steps * self.dt, 12)
+        sim.t = self.sim_time
+        self.publish_state(rt, applied[rt.robot.v_index])
 
     def _reset_after_divergence(self, rt: Runtime) -> None:
-        """Reset the state (not the commands: a wait_for_command hold does not come back)."""
+        """Back to the initial state (commands kept: no wait_for_command hold again)."""
         self.divergence_resets += 1
         self.stats.last_error = f'simulation diverged at t = {self.sim_time:.3f} s: state reset'
         if self.divergence_resets == 1:    # logged once; counted in /diagnostics
@@ -258,37 +423,55 @@ class SimNode(RbdNode):
                                     f'divergence_bound {self.params["divergence_bound"]:g}) at '
                                     f't = {self.sim_time:.3f} s: state reset to the initial one; '
                                     'later resets are only counted (divergence_resets)')
-        fresh = self._initial_state(rt.robot, rt.q0)
-        rt.state.q, rt.state.v = fresh.q, fresh.v
+        rt.sim.q, rt.sim.v = rt.q0.copy(), np.zeros(rt.robot.nv)
 
-    def publish_state(self, rt: Runtime, tau_j: np.ndarray) -> None:
-        robot, st = rt.robot, rt.state
+    def publish_state(self, rt: Runtime, applied: np.ndarray | None = None) -> None:
+        robot, sim = rt.robot, rt.sim
+        qj, vj = sim.q[robot.q_index].copy(), sim.v[robot.v_index].copy()
+        eff = np.zeros(len(robot.joint_names)) if applied is None else applied
+        noise_q, noise_v = self.params['joint_states_noise']
+        if noise_q > 0:
+            qj += self.rng.normal(0.0, noise_q, len(qj))
+        if noise_v > 0:
+            vj += self.rng.normal(0.0, noise_v, len(vj))
+        self.delayed.append((self.sim_time, qj, vj, eff))
+        delay = self.params['joint_states_delay']
+        while self.delayed and self.delayed[0][0] + delay <= self.sim_time + 1e-12:
+            t, qd, vd, ed = self.delayed.popleft()
+            self._publish(robot, t, qd, vd, ed)
+        if self.params['lockstep']:
+            self.awaiting_command = True
+
+    def _publish(self, robot: Robot, t: float, qj, vj, eff) -> None:
         if self.pub_clock is not None:
             stamp = time_msg(self.sim_time)
             self.pub_clock.publish(Clock(clock=stamp))
+            stamp = time_msg(t)
         else:
             stamp = self.get_clock().now().to_msg()
-        qj, vj = st.q[robot.q_index], st.v[robot.v_index]
-        names, pos, vel, eff = list(robot.joint_names), list(qj), list(vj), list(tau_j)
+        names, pos, vel, effort = list(robot.joint_names), list(qj), list(vj), list(eff)
         if robot.mimic_names:   # mimic joints follow their leaders
             names += robot.mimic_names
             pos += list(robot.mimic_positions(qj))
             vel += list(robot.mimic_multiplier * vj[robot.mimic_leader_slot])
-            eff += [0.0] * len(robot.mimic_names)
-        self.pub_js.publish(joint_state(stamp, names, pos, vel, eff))
+            effort += [0.0] * len(robot.mimic_names)
+        self.pub_js.publish(joint_state(stamp, names, pos, vel, effort))
         self.stats.published += 1
 
     def extra_diagnostics(self) -> dict:
+        wall = max(time.monotonic() - self._wall_t0, 1e-9)
         extra = {'sim_time': f'{self.sim_time:.3f}', 'steps': str(self.steps),
                  'divergence_resets': str(self.divergence_resets),
+                 'saturated_commands': str(self.saturated),
+                 'paused': str(self.paused).lower(),
                  'integrator': self.params['integrator'],
-                 'real_time_factor': f'{self.sim_time / max(time.monotonic() - self._wall_t0, 1e-9):.3f}'}
+                 'real_time_factor': f'{self.sim_time / wall:.3f}'}
         rt = self.runtime
         if rt is not None:
-            t = rt.state.command_time
-            stale = t is None or time.monotonic() - t > self.params['command_timeout']
-            extra['command'] = 'none yet' if t is None else f'{time.monotonic() - t:.3f} s old'
-            extra['command_stale'] = str(stale).lower()
+            fresh = [name for name, c in rt.inputs.items() if c.time is not None
+                     and self.sim_time - c.time <= self.params['command_timeout']]
+            extra['fresh_command_inputs'] = ','.join(fresh) or 'none'
+            extra['command_stale'] = str(not fresh).lower()
         return extra
 
 

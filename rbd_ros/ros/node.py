@@ -280,13 +280,13 @@ def spin(executor, context=None, duration: float | None = None,
 
 def run(make_nodes: Callable[[object], Iterable[Node]], argv: list[str], *, name: str,
         duration: float | None = None, on_tick: Callable[[], None] | None = None,
-        tick_period: float = 0.5) -> int:
+        tick_period: float = 0.5, restore_signals: bool = False) -> int:
     """init, create the nodes, spin, shut down: every executable (the three nodes, bringup,
     the demo) runs this. Returns the process exit status.
 
     SIGINT and SIGTERM stop the spin (the first one; later ones, as a terminal and ``ros2
-    launch`` both send on Ctrl-C, are ignored), then the nodes are destroyed: no traceback,
-    status 0. A parameter the nodes cannot run with, or ROS arguments rcl cannot parse: one
+    launch`` both send on Ctrl-C, are ignored, until the process exits unless
+    ``restore_signals``), then the nodes are destroyed: no traceback, status 0. A parameter the nodes cannot run with, or ROS arguments rcl cannot parse: one
     line on stderr naming it, status 2."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
@@ -320,15 +320,16 @@ def run(make_nodes: Callable[[object], Iterable[Node]], argv: list[str], *, name
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        for sig in previous:        # no second signal in the middle of the teardown
-            signal.signal(sig, signal.SIG_IGN)
-        if executor is not None:
+        for sig in previous:        # no second signal in the teardown, nor after it: Python's
+            signal.signal(sig, signal.SIG_IGN)   # exit takes ~0.2 s more, and a terminal
+        if executor is not None:                 # under ros2 launch sends Ctrl-C twice
             executor.shutdown()
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        if restore_signals:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     return status
 
 
