@@ -174,8 +174,8 @@ def test_a_diverged_simulation_resets_and_keeps_publishing(ros):
 
 def run_lockstep_loop(ros, name_suffix, steps=150):
     """sim (lockstep, noisy joint_states) + dynamics (gravity compensation) in a closed loop;
-    the serialized joint_states of the first ``steps`` periods."""
-    from rclpy.serialization import serialize_message
+    the joint_states of the first ``steps`` periods: stamp, names and the exact bytes of the
+    float64 arrays (not the serialized message: CDR's alignment padding is not initialized)."""
     states = ros.collect(JointState, 'joint_states')
     sim = ros.start(SimNode, {'robot_description': ARM, 'initial_positions': POSE,
                               'publish_clock': True, 'lockstep': True, 'publish_rate': 200.0,
@@ -192,14 +192,15 @@ def run_lockstep_loop(ros, name_suffix, steps=150):
     ros.remove(dyn)
     by_stamp = {}
     for m in states:
-        by_stamp.setdefault((m.header.stamp.sec, m.header.stamp.nanosec),
-                            bytes(serialize_message(m)))
+        stamp = (m.header.stamp.sec, m.header.stamp.nanosec)
+        by_stamp.setdefault(stamp, (stamp, tuple(m.name)) + tuple(
+            np.asarray(f, dtype=np.float64).tobytes() for f in (m.position, m.velocity, m.effort)))
     return [by_stamp[k] for k in sorted(by_stamp)][:steps]
 
 
 def test_lockstep_closed_loop_is_reproducible_bit_for_bit(ros):
     """Each period advances only when the controller's command for it has arrived, so the run
-    does not depend on the machine's load: two runs give identical joint_states bytes."""
+    does not depend on the machine's load: two runs give bit-identical joint_states."""
     first = run_lockstep_loop(ros, 'a')
     second = run_lockstep_loop(ros, 'b')
     assert len(first) == len(second) == 150
@@ -245,8 +246,11 @@ def test_reset_under_a_running_controller(ros):
     wait_until(lambda: len(states) > count + 20, what='joint_states after the reset')
     after = states[count:]
     assert any(np.allclose(m.position[:7], POSE, atol=1e-6) for m in after[:3])
+    # (wait_for_command: until the controller's first command the t = 0 state is repeated)
     stamps = [sim_seconds(m) for m in states]
-    assert all(b > a for a, b in zip(stamps, stamps[1:]))
+    stamps = stamps[next(k for k, s in enumerate(stamps) if s > 0.0):]
+    bad = [(k, a, b) for k, (a, b) in enumerate(zip(stamps, stamps[1:])) if not b > a]
+    assert not bad, (bad[:5], len(stamps), count)
     assert dyn.stats.rejected == {} and dyn.stats.internal_errors == 0
     assert sim.stats.internal_errors == 0
 

@@ -145,3 +145,56 @@ def test_every_parameter_dumps_and_gets(ros, node_cls):
     if node_cls == 'SimNode':
         assert got['initial_positions'].type == ParameterType.PARAMETER_DOUBLE_ARRAY
         assert list(got['initial_positions'].double_array_value) == []
+
+
+OVERLOADED = '''
+import sys, time
+import rclpy
+from rbd_ros.ros.node import run
+
+def make(context):
+    node = rclpy.create_node('overloaded')
+    node.create_timer(0.01, lambda: time.sleep(0.03))    # always late: 30 ms work every 10 ms
+    print('ready', flush=True)
+    return [node]
+
+sys.exit(run(make, sys.argv, name='overloaded'))
+'''
+
+
+def test_a_node_that_cannot_keep_its_rate_still_stops_on_ctrl_c():
+    """A timer that is always late keeps the executor busy: the signal itself must end the
+    spin (found when sim_node, 8x slower than real time, ignored Ctrl-C under ros2 launch)."""
+    proc = subprocess.Popen([os.sys.executable, '-c', OVERLOADED], env=child_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == 'ready'
+        time.sleep(1.0)
+        start = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=10)
+        assert time.monotonic() - start < 2.0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, proc.stderr.read()
+
+
+def test_sim_node_without_commands_keeps_real_time_and_stops_on_ctrl_c(ros):
+    """Default parameters, no controller: the arm hangs in stiction; sim_node must publish
+    at its rate (it once took 80 ms per 10 ms period in the friction solver) and stop."""
+    states = ros.collect(JointState, '/joint_states')
+    proc = subprocess.Popen(script('sim_node') + ['--urdf', ARM_PATH], env=child_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        wait_until(lambda: len(states) > 0, 60, 'joint_states from sim_node')
+        first = len(states)
+        time.sleep(2.0)
+        rate = (len(states) - first) / 2.0
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert rate > 50.0, f'{rate:.1f} Hz published; publish_rate is 100 Hz'

@@ -144,7 +144,6 @@ class SimNode(RbdNode):
         self.awaiting_command = False   # lockstep: a state was published, no command since
         self.wrench = None              # ({link: wrench}, end time or None)
         self.delayed = collections.deque()
-        self.rng = np.random.default_rng(p['noise_seed'])
         self.pub_js = self.create_publisher(JointState, 'joint_states', OUTPUT_QOS)
         self.pub_clock = self.create_publisher(Clock, '/clock', OUTPUT_QOS) \
             if p['publish_clock'] else None
@@ -425,15 +424,21 @@ class SimNode(RbdNode):
                                     'later resets are only counted (divergence_resets)')
         rt.sim.q, rt.sim.v = rt.q0.copy(), np.zeros(rt.robot.nv)
 
+    def _noise_rng(self, stream: int = 0):
+        """The noise of the state at this step: a function of (noise_seed, step, stream) only,
+        so a state published again (lockstep announcing it until a controller answers, a
+        hold) carries the same noise, and a lockstep run repeats bit for bit."""
+        return np.random.default_rng([self.params['noise_seed'] % 2**63, self.steps, stream])
+
     def publish_state(self, rt: Runtime, applied: np.ndarray | None = None) -> None:
         robot, sim = rt.robot, rt.sim
         qj, vj = sim.q[robot.q_index].copy(), sim.v[robot.v_index].copy()
         eff = np.zeros(len(robot.joint_names)) if applied is None else applied
         noise_q, noise_v = self.params['joint_states_noise']
         if noise_q > 0:
-            qj += self.rng.normal(0.0, noise_q, len(qj))
+            qj += self._noise_rng().normal(0.0, noise_q, len(qj))
         if noise_v > 0:
-            vj += self.rng.normal(0.0, noise_v, len(vj))
+            vj += self._noise_rng(1).normal(0.0, noise_v, len(vj))
         self.delayed.append((self.sim_time, qj, vj, eff))
         delay = self.params['joint_states_delay']
         while self.delayed and self.delayed[0][0] + delay <= self.sim_time + 1e-12:

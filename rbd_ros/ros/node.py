@@ -158,7 +158,7 @@ class RbdNode(Node):
         """Refuse, at set time, a description that does not load (robot_state_publisher's
         behaviour); keep the runtime built for it, to swap in once the set succeeds."""
         if name not in ('robot_description', 'robot_description_file') or not value:
-            return None
+            return self.check_parameter(name, value)
         try:
             if name == 'robot_description':
                 text, source, path = value, 'parameter', None
@@ -188,6 +188,10 @@ class RbdNode(Node):
 
     def parameter_changed(self, name: str, value) -> None:
         """Called after a dynamic parameter changed (its new value is in self.params)."""
+
+    def check_parameter(self, name: str, value) -> str | None:
+        """Why a new value of a dynamic parameter cannot be taken (None: it can)."""
+        return None
 
     def is_stale(self) -> bool:
         return False
@@ -247,10 +251,10 @@ def make_executor(context=None):
 
 
 def spin(executor, context=None, duration: float | None = None,
-         stop: threading.Event | None = None, on_tick: Callable[[], None] | None = None,
-         tick_period: float = 0.5) -> None:
+         stop: threading.Event | None = None, on_tick: Callable[[], bool | None] | None = None,
+         tick_period: float = 0.5, wake=None) -> None:
     """Spin until ``stop`` is set, the context shuts down, or ``duration`` s have passed;
-    call ``on_tick`` every ``tick_period`` s.
+    call ``on_tick`` every ``tick_period`` s (it returns True to stop).
 
     Spins in slices of at most 0.2 s: rclpy's EventsExecutor.spin() never returns to Python,
     where a signal handler runs. First, everything allocated so far (rclpy, numba, the model:
@@ -260,26 +264,44 @@ def spin(executor, context=None, duration: float | None = None,
     from rclpy.task import Future
 
     gc.freeze()
-    never = Future()
+    wake = Future() if wake is None else wake     # done: the slice ends at once
     start = time.monotonic()
-    next_tick = start + tick_period
-    while rclpy.ok(context=context) and not (stop is not None and stop.is_set()):
+    next_tick = [start + tick_period]
+
+    def finish():
+        if not wake.done():
+            wake.set_result(None)
+
+    def check():
         now = time.monotonic()
-        if duration and now - start >= duration:
-            return
-        if on_tick is not None and now >= next_tick:
-            on_tick()
-            next_tick += tick_period
-        step = 0.2
-        if duration:
-            step = min(step, start + duration - now)
-        if on_tick is not None:
-            step = min(step, max(next_tick - now, 0.001))
-        executor.spin_until_future_complete(never, timeout_sec=max(step, 0.001))
+        if (duration and now - start >= duration) or (stop is not None and stop.is_set()):
+            finish()
+        elif on_tick is not None and now >= next_tick[0]:
+            next_tick[0] += tick_period
+            if on_tick():           # True: the caller is done
+                finish()
+
+    # Checked from a timer too: under a steady stream of callbacks (a lockstep simulator and
+    # its controller answering each other) the executor's slice does not return on time.
+    nodes = executor.get_nodes()
+    timer = nodes[0].create_timer(min(0.1, tick_period), check) if nodes else None
+    try:
+        while rclpy.ok(context=context) and not wake.done() and \
+                not (stop is not None and stop.is_set()):
+            check()
+            if wake.done():
+                break
+            step = 0.2
+            if duration:
+                step = min(step, start + duration - time.monotonic())
+            executor.spin_until_future_complete(wake, timeout_sec=max(step, 0.001))
+    finally:
+        if timer is not None:
+            nodes[0].destroy_timer(timer)
 
 
 def run(make_nodes: Callable[[object], Iterable[Node]], argv: list[str], *, name: str,
-        duration: float | None = None, on_tick: Callable[[], None] | None = None,
+        duration: float | None = None, on_tick: Callable[[], bool | None] | None = None,
         tick_period: float = 0.5, restore_signals: bool = False) -> int:
     """init, create the nodes, spin, shut down: every executable (the three nodes, bringup,
     the demo) runs this. Returns the process exit status.
@@ -292,11 +314,19 @@ def run(make_nodes: Callable[[object], Iterable[Node]], argv: list[str], *, name
     from rclpy.executors import ExternalShutdownException
     from rclpy.signals import SignalHandlerOptions
 
+    from rclpy.task import Future
+
     stop = threading.Event()
+    wake = Future()
     previous = {}
 
     def on_signal(signum, frame):
+        # The handler runs between two callbacks. A timer that is always late (a node
+        # that cannot keep its rate) keeps the executor's slice from ever returning to check
+        # ``stop``; completing the future it waits on ends that slice.
         stop.set()
+        if not wake.done():
+            wake.set_result(None)
 
     try:
         rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
@@ -313,7 +343,8 @@ def run(make_nodes: Callable[[object], Iterable[Node]], argv: list[str], *, name
         executor = make_executor()
         for node in nodes:
             executor.add_node(node)
-        spin(executor, duration=duration, stop=stop, on_tick=on_tick, tick_period=tick_period)
+        spin(executor, duration=duration, stop=stop, on_tick=on_tick, tick_period=tick_period,
+             wake=wake)
     except ParameterError as exc:
         print(f'{name}: {exc}', file=sys.stderr)
         status = 2
