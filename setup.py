@@ -21,8 +21,10 @@ setup(
     install_requires=['numpy', 'lxml', 'PyYAML'],
     extras_require={
         'fast': ['numba'],
+        'demo': ['matplotlib'],         # the demo's plot
         # pin (Pinocchio) is the test oracle; example-robot-data the corpus of public robots
-        'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'example-robot-data==6.0.0'],
+        'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'example-robot-data==6.0.0',
+                 'scipy'],
     },
     zip_safe=True,
     maintainer='rbd_ros maintainers',

@@ -1,91 +1,146 @@
-"""The rbd_ros demo: the bundled 7-DoF arm simulated and held up by its own gravity compensation.
+"""The rbd_ros demo: feedforward torque control of the bundled 7-DoF arm, simulated.
 
-bringup starts ``rbd_sim`` (torque-controlled arm, from a non-trivial pose), ``rbd_dynamics``
-(``command_source: gravity`` closes the loop: joint_states -> g(q) -> ~/effort_commands -> sim) and
-``rbd_frames`` (TF) in one process; a monitor node prints a live table (joint, q, gravity torque,
-predicted acceleration from forward dynamics) and a summary, then stops by itself after
-``--duration`` seconds, or on Ctrl-C.
+bringup starts ``rbd_sim`` (the simulated arm: friction, damping, limits, lockstep with its
+controller) and ``rbd_dynamics`` (``command_source: computed_torque``) in one process. The arm
+follows a 4 s trajectory given as one JointTrajectory; then the sim gets a 2 kg payload on its
+last link that the controller's description does not have, and the arm follows the same
+trajectory again. A live table shows the reference, the measured position and the command per
+joint; the summary gives the tracking error per phase (max and RMS, after the first 0.5 s);
+a plot (reference against measured per joint, and the commanded torques) is written as a PNG
+whose path is printed. It ends by itself after the two phases (about 10 s), or on Ctrl-C.
 
-    python -m rbd_ros.demo [URDF] [--duration 5] [--pose q1,q2,...]
+    python -m rbd_ros.demo [URDF] [--payload 2.0] [--plot PATH]
 """
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
+import tempfile
 import time
 
 import numpy as np
 
 #: the demo's start pose for the bundled arm (rad, joint_1..joint_7): elbow bent, arm forward
 DEMO_POSE = [0.3, 0.7, -0.4, 1.2, 0.5, -0.8, 0.2]
+PHASE_S = 4.0            # trajectory length of each phase, s of simulated time
+AMPLITUDE = 0.25         # rad: q0 + A (1 - cos(pi t)) / 2, every joint
 
 
-class Monitor:
-    """Keeps the latest joint_states / gravity torques / forward-dynamics prediction."""
+def with_payload(xml: str, mass: float) -> str:
+    """The robot with a point mass (and a little inertia) on its last link."""
+    import rbd_ros.dynamics as rbd
+    last = rbd.Model.from_urdf(xml).frame_names[-1]
+    payload = (f'<link name="demo_payload"><inertial><origin xyz="0 0 0.05"/>'
+               f'<mass value="{mass}"/><inertia ixx="0.002" ixy="0" ixz="0" iyy="0.002" iyz="0" '
+               f'izz="0.002"/></inertial></link><joint name="demo_payload_joint" type="fixed">'
+               f'<parent link="{last}"/><child link="demo_payload"/></joint></robot>')
+    return xml[:xml.rindex('</robot>')] + payload
 
-    def __init__(self, node, q0_by_name):
+
+def reference_msg(names, q0, start):
+    """q0 + A (1 - cos(pi t)) / 2 for PHASE_S s, every 0.1 s, from rest; starting at ``start``
+    (s, simulated time)."""
+    from builtin_interfaces.msg import Duration, Time
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    msg = JointTrajectory(joint_names=list(names))
+    msg.header.stamp = Time(sec=int(start), nanosec=int((start % 1) * 1e9))
+    for t in np.arange(0.0, PHASE_S + 1e-9, 0.1):
+        w, a = math.pi, AMPLITUDE
+        msg.points.append(JointTrajectoryPoint(
+            positions=list(q0 + a * (1 - math.cos(w * t)) / 2),
+            velocities=[a * w * math.sin(w * t) / 2] * len(names),
+            accelerations=[a * w * w * math.cos(w * t) / 2] * len(names),
+            time_from_start=Duration(sec=int(t), nanosec=int(round((t % 1) * 1e9)) % 10**9)))
+    return msg
+
+
+class Recorder:
+    """Keeps what the plot and the table need: reference, measured, error, commands."""
+
+    def __init__(self, node, names):
         from sensor_msgs.msg import JointState
-        from tf2_msgs.msg import TFMessage
-        from trajectory_msgs.msg import JointTrajectory
+        from std_msgs.msg import Float64MultiArray
 
-        from rbd_ros.ros.qos import OUTPUT_QOS, TF_QOS
-
-        self.q0 = q0_by_name
-        self.state = self.gravity = self.fd = None
-        self.counts = {'joint_states': 0, 'gravity_torques': 0, 'forward_dynamics': 0, 'tf': 0}
-        self.max_dev = 0.0
-        node.create_subscription(JointState, 'joint_states', self._on_state, OUTPUT_QOS)
-        node.create_subscription(JointState, 'rbd_dynamics/gravity_torques', self._on_gravity,
+        from rbd_ros.ros.qos import OUTPUT_QOS
+        self.names = names
+        self.rows = []            # (t, q_ref, q, e, tau)
+        self.last_tau = np.zeros(len(names))
+        self.last_ref = None
+        node.create_subscription(JointState, 'rbd_dynamics/tracking_error', self._error,
                                  OUTPUT_QOS)
-        node.create_subscription(JointTrajectory, 'rbd_dynamics/forward_dynamics', self._on_fd,
+        node.create_subscription(JointState, 'rbd_dynamics/inverse_dynamics', self._ref,
                                  OUTPUT_QOS)
-        node.create_subscription(TFMessage, '/tf', self._on_tf, TF_QOS)
+        node.create_subscription(Float64MultiArray, 'rbd_dynamics/effort_commands', self._tau,
+                                 OUTPUT_QOS)
 
-    def _on_state(self, msg):
-        self.state = msg
-        self.counts['joint_states'] += 1
-        for name, q in zip(msg.name, msg.position):
-            if name in self.q0:
-                self.max_dev = max(self.max_dev, abs(q - self.q0[name]))
+    def _ref(self, msg):
+        self.last_ref = msg
 
-    def _on_gravity(self, msg):
-        self.gravity = msg
-        self.counts['gravity_torques'] += 1
+    def _tau(self, msg):
+        self.last_tau = np.array(msg.data)
 
-    def _on_fd(self, msg):
-        self.fd = msg
-        self.counts['forward_dynamics'] += 1
+    def _error(self, msg):
+        if self.last_ref is None:
+            return
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        q_ref = np.array(self.last_ref.position)
+        e = np.array(msg.position)
+        self.rows.append((t, q_ref, q_ref - e, e, self.last_tau.copy()))
 
-    def _on_tf(self, msg):
-        self.counts['tf'] += 1
 
-    def table(self, sim_time: float) -> list[str]:
-        rows = [f'  sim time {sim_time:7.3f} s   joint_states {self.counts["joint_states"]:6d}'
-                f'   max |q - q0| {self.max_dev:.2e} rad',
-                f'  {"joint":<12}{"q [rad]":>12}{"gravity [N m]":>16}{"pred. qdd [rad/s^2]":>22}']
-        if self.state is None:
-            return rows + ['  (waiting for joint_states)']
-        g = dict(zip(self.gravity.name, self.gravity.effort)) if self.gravity else {}
-        a = dict(zip(self.fd.joint_names, self.fd.points[0].accelerations)) \
-            if self.fd and self.fd.points else {}
-        for name, q in zip(self.state.name, self.state.position):
-            gs = f'{g[name]:16.4f}' if name in g else f'{"-":>16}'
-            as_ = f'{a[name]:22.2e}' if name in a else f'{"-":>22}'
-            rows.append(f'  {name:<12}{q:12.5f}{gs}{as_}')
-        return rows
+def phase_errors(rows, start, end):
+    errs = np.array([np.abs(r[3]) for r in rows if start + 0.5 <= r[0] <= end])
+    if not len(errs):
+        return math.nan, math.nan
+    return float(errs.max()), float(np.sqrt(np.mean(errs ** 2)))
+
+
+def plot(rows, names, phases, path):
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    t = np.array([r[0] for r in rows])
+    q_ref, q, tau = (np.array([r[k] for r in rows]) for k in (1, 2, 4))
+    fig, axes = plt.subplots(len(names) + 1, 1, figsize=(9, 2 + 1.3 * len(names)), sharex=True)
+    for j, name in enumerate(names):
+        ax = axes[j]
+        ax.plot(t, q_ref[:, j], 'k--', lw=1, label='reference')
+        ax.plot(t, q[:, j], lw=1.2, label='measured')
+        ax.set_ylabel(f'{name}\n[rad]', fontsize=8)
+        for label, (start, _) in phases.items():
+            ax.axvline(start, color='0.7', lw=0.8)
+    axes[0].legend(loc='upper right', fontsize=8)
+    for j, name in enumerate(names):
+        axes[-1].plot(t, tau[:, j], lw=1, label=name)
+    axes[-1].set_ylabel('command\n[N m]', fontsize=8)
+    axes[-1].set_xlabel('simulated time [s]')
+    axes[-1].legend(loc='upper right', fontsize=6, ncol=4)
+    titles = ', '.join(f'{label} from {start:.1f} s' for label, (start, _) in phases.items())
+    fig.suptitle(f'computed-torque tracking: {titles}', fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog='python -m rbd_ros.demo', description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(prog='python -m rbd_ros.demo',
+                                     description=__doc__.split('\n\n')[0])
     parser.add_argument('urdf', nargs='?', help='URDF file (default: the bundled 7-DoF arm)')
-    parser.add_argument('--duration', type=float, default=5.0, help='seconds to run (default 5)')
-    parser.add_argument('--pose', help='start positions, comma-separated, in model joint order '
-                        '(default: a bent-elbow pose for the bundled arm, zeros otherwise)')
+    parser.add_argument('--payload', type=float, default=2.0,
+                        help='kg on the last link in the second phase (default 2)')
+    parser.add_argument('--plot', help='PNG path (default: rbd_ros_demo.png in the temporary '
+                        'directory)')
+    parser.add_argument('--timeout', type=float, default=60.0,
+                        help='give up after this many wall seconds (default 60)')
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> int:
     import rclpy
+    from rclpy.parameter import Parameter
+    from trajectory_msgs.msg import JointTrajectory
 
     from rbd_ros.bringup import create_nodes, default_urdf
     from rbd_ros.ros.node import run
@@ -94,70 +149,102 @@ def main(argv=None) -> int:
     opts = parse_args(sys.argv[1:] if argv is None else argv)
     urdf = opts.urdf or str(default_urdf())
     try:
-        robot = load_robot(open(urdf).read(), path=urdf)
+        xml = open(urdf).read()
+        robot = load_robot(xml, path=urdf)
     except (OSError, ValueError) as exc:
         print(f'demo: {urdf}: {exc}', file=sys.stderr)
         return 2
     names = list(robot.joint_names)
-    if opts.pose:
-        pose = [float(x) for x in opts.pose.split(',')]
-    elif opts.urdf is None and len(names) == len(DEMO_POSE):
-        pose = list(DEMO_POSE)
-    else:
-        pose = [0.0] * len(names)
-    pose = list(np.clip(pose, robot.lower, robot.upper))
+    pose = list(DEMO_POSE) if opts.urdf is None and len(names) == len(DEMO_POSE) \
+        else [0.0] * len(names)
+    q0 = np.clip(pose, robot.lower + AMPLITUDE, robot.upper - AMPLITUDE)
+    heavy = with_payload(xml, opts.payload)
+    path = opts.plot or os.path.join(tempfile.gettempdir(), 'rbd_ros_demo.png')
     tty = sys.stdout.isatty()
-
     print(f'rbd_ros demo: {robot.model.name} ({len(names)} joints, '
           f'{robot.model.total_mass:.2f} kg) from {urdf}')
-    print('bringup: rbd_sim + rbd_dynamics (command_source: gravity) + rbd_frames, one process; '
-          f'running {opts.duration:g} s (Ctrl-C stops)')
-    made = {}
+    print('rbd_sim (lockstep: friction, damping, limits) + rbd_dynamics (computed_torque), one '
+          f'process; two {PHASE_S:g} s phases, the second with a {opts.payload:g} kg payload the '
+          'controller does not know')
+    made = {'phase': 'starting', 'phases': {}}
 
     def make(context):
-        nodes = create_nodes(['sim', 'dynamics', 'frames'], context=context, urdf_path=urdf,
-                             overrides={'sim': {'initial_positions': pose,
-                                                'wait_for_command': True,
-                                                'command_joints': names},
-                                        'dynamics': {'command_source': 'gravity',
-                                                     'command_joints': names}})
-        monitor_node = rclpy.create_node('rbd_demo_monitor', context=context)
-        made.update(nodes=nodes, monitor=Monitor(monitor_node, dict(zip(names, pose))))
-        return [*nodes, monitor_node]
+        nodes = create_nodes(['sim', 'dynamics'], context=context, urdf_path=urdf, overrides={
+            'sim': {'initial_positions': list(q0), 'command_joints': names, 'lockstep': True,
+                    'publish_clock': True, 'publish_rate': 500.0, 'command_timeout': 1.0},
+            'dynamics': {'command_source': 'computed_torque', 'command_joints': names,
+                         'kp': [400.0], 'kd': [40.0], 'input_timeout': 0.0,
+                         'joint_states_qos': 'reliable'}})
+        node = rclpy.create_node('rbd_demo', context=context)
+        made.update(nodes=nodes, node=node, recorder=Recorder(node, names),
+                    ref=node.create_publisher(JointTrajectory, 'rbd_dynamics/reference', 10),
+                    t0=time.monotonic())
+        return [*nodes, node]
 
     printed = [0]
 
-    def show():
-        rows = made['monitor'].table(made['nodes'][0].sim_time)
+    def send_phase(label, sim, dyn):
+        sim.paused = True
+        start = sim.sim_time + 0.05
+        made['phases'][label] = (start, start + PHASE_S)
+        made['taken'] = dyn.references + 1
+        made['ref'].publish(reference_msg(names, q0, start))
+        made['phase'] = label
+
+    def tick():
+        sim, dyn = made['nodes']
+        phase = made['phase']
+        if time.monotonic() - made['t0'] > opts.timeout:
+            print('demo: timed out', file=sys.stderr)
+            return True
+        if sim.paused and dyn.references >= made.get('taken', 0):   # reference in: go
+            sim.paused = False
+            if sim.runtime is not None:
+                sim.publish_state(sim.runtime)
+        if phase == 'starting' and sim.sim_time > 0.05 and made['ref'].get_subscription_count():
+            send_phase('no payload', sim, dyn)
+        elif phase == 'no payload' and sim.sim_time > made['phases'][phase][1] + 0.3:
+            sim.set_parameters([Parameter('robot_description', value=heavy)])
+            send_phase(f'{opts.payload:g} kg payload', sim, dyn)
+        elif phase.endswith('payload') and phase != 'no payload' and \
+                sim.sim_time > made['phases'][phase][1] + 0.3:
+            return True
+        rec = made['recorder']
+        rows = [f'  phase: {made["phase"]:<16} simulated time {sim.sim_time:6.2f} s',
+                f'  {"joint":<10}{"q_ref":>9}{"q":>9}{"error":>10}{"command N m":>13}']
+        if rec.rows:
+            _, q_ref, q, e, tau = rec.rows[-1]
+            for j, name in enumerate(names):
+                rows.append(f'  {name:<10}{q_ref[j]:9.4f}{q[j]:9.4f}{e[j]:10.2e}{tau[j]:13.3f}')
         if tty and printed[0]:
             sys.stdout.write(f'\x1b[{printed[0]}A')
         sys.stdout.write('\n'.join(r + ('\x1b[K' if tty else '') for r in rows) + '\n')
         sys.stdout.flush()
         printed[0] = len(rows)
+        return False
 
-    t_start = time.monotonic()
-    status = run(make, [sys.argv[0]], name='demo', duration=opts.duration, on_tick=show,
-                 tick_period=0.5 if tty else 1.0)
+    status = run(make, [sys.argv[0]], name='demo', on_tick=tick, tick_period=0.25 if tty else 1.0)
     if status or 'nodes' not in made:
         return status or 1
-    wall = time.monotonic() - t_start
-    sim, dyn = made['nodes'][0], made['nodes'][1]
-    monitor = made['monitor']
-    interrupted = wall < opts.duration - 0.5
-    p50, p99 = dyn.stats.compute_percentiles_us()
-    print('\n'.join([
-        '',
-        'summary' + (' (interrupted)' if interrupted else ''),
-        f'  wall time {wall:.1f} s, simulated {sim.sim_time:.3f} s '
-        f'({sim.steps} steps of {1e3 * sim.dt:g} ms, {sim.params["integrator"]})',
-        '  messages: ' + ', '.join(f'{k} {v}' for k, v in monitor.counts.items()),
-        f'  dynamics compute time per call: p50 {p50:.1f} us, p99 {p99:.1f} us',
-        f'  rejected inputs: dynamics {sum(dyn.stats.rejected.values())}, '
-        f'sim {sum(sim.stats.rejected.values())}',
-        f'  arm held by gravity compensation: max |q - q0| = {monitor.max_dev:.2e} rad',
-    ]))
-    if monitor.counts['gravity_torques'] == 0 and not interrupted:
-        print('demo: no gravity torques were received', file=sys.stderr)
+    rec = made['recorder']
+    sim, dyn = made['nodes']
+    print('\nsummary: tracking error |q_ref - q| per phase, after its first 0.5 s')
+    results = {}
+    for label, (start, end) in made['phases'].items():
+        worst, rms = phase_errors(rec.rows, start, end)
+        results[label] = worst
+        print(f'  {label:<16} max {worst:.2e} rad   RMS {rms:.2e} rad')
+    print(f'  saturated commands: dynamics {dyn.saturated}, sim {sim.saturated}; rejected inputs: dynamics '
+          f'{sum(dyn.stats.rejected.values())}, sim {sum(sim.stats.rejected.values())}; '
+          f'dynamics compute p50 {dyn.stats.compute_percentiles_us()[0]:.1f} us')
+    if rec.rows:
+        try:
+            plot(rec.rows, names, made['phases'], path)
+            print(f'plot: {path}')
+        except ImportError:
+            print('plot: skipped, matplotlib is not installed (pip install matplotlib)')
+    if len(results) < 2 or not all(np.isfinite(v) for v in results.values()):
+        print('demo: the two phases did not complete', file=sys.stderr)
         return 1
     return 0
 

@@ -48,7 +48,7 @@ if [[ ! -x $PY ]]; then
   "$PYTHON" -m venv "$VENV"
 fi
 
-IMPORT_CHECK='import rbd_ros, rclpy, numpy, lxml, numba, yaml, pytest, hypothesis, pinocchio
+IMPORT_CHECK='import rbd_ros, rclpy, numpy, lxml, numba, yaml, pytest, hypothesis, pinocchio, matplotlib, scipy
 import sensor_msgs.msg, geometry_msgs.msg, std_msgs.msg, trajectory_msgs.msg, diagnostic_msgs.msg
 import std_srvs.srv, nav_msgs.msg, rosgraph_msgs.msg'
 
@@ -57,7 +57,7 @@ if [[ -f $STAMP && $(cat "$STAMP") == "$HASH" ]] && "$PY" -c "$IMPORT_CHECK" 2>/
 else
   rm -f "$STAMP"
   say "installing rbd_ros (editable, [test,fast]) and the ROS 2 wheels"
-  pip_install -e '.[test,fast]' "${ROS_WHEELS[@]}"
+  pip_install -e '.[test,fast,demo]' "${ROS_WHEELS[@]}"
   "$PY" -c "$IMPORT_CHECK" || die "imports still fail after pip install"
   NEED_STAMP=1
 fi

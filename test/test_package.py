@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Python module -> rosdep key, where they differ
 ROSDEP = {'numpy': 'python3-numpy', 'numba': 'python3-numba', 'lxml': 'python3-lxml',
-          'yaml': 'python3-yaml'}
+          'yaml': 'python3-yaml', 'matplotlib': 'python3-matplotlib'}
 
 
 def imported_modules():

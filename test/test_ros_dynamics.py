@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip('rclpy')
 
-from builtin_interfaces.msg import Time  # noqa: E402
+from builtin_interfaces.msg import Duration, Time  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -19,6 +19,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 import rbd_ros.dynamics as rbd  # noqa: E402
 from conftest import ARM, QUAD2, TREE3, js, publish_until, wait_until  # noqa: E402
+from rbd_ros.control import joint_friction_compensation  # noqa: E402
 from rbd_ros.nodes.dynamics import DynamicsNode  # noqa: E402
 from rbd_ros.ros.qos import LATCHED_QOS  # noqa: E402
 
@@ -107,37 +108,108 @@ def test_partial_joint_states_are_merged(ros):
     assert close([got[n] for n in model.joint_names], qdd)
 
 
-def test_inverse_dynamics_and_effort_commands(ros):
+def test_reference_trajectory_is_sampled_at_every_joint_states(ros):
+    """~/reference is a whole trajectory (JTC's semantics); every joint_states gets the
+    reference sampled at its stamp: ~/inverse_dynamics (q_ref, v_ref, ID), ~/tracking_error,
+    and the command law's efforts, in command_joints order."""
+    from scipy.interpolate import CubicHermiteSpline
+    from rbd_ros.control import joint_friction_compensation, Trajectory
     model = rbd.Model.from_urdf(ARM)
     order = ['joint_7', 'joint_2', 'joint_5']
-    node = ros.start(DynamicsNode, {'robot_description': ARM,
-                                    'command_source': 'inverse_dynamics',
-                                    'command_joints': order, 'input_timeout': 30.0})
+    node = ros.start(DynamicsNode, {'robot_description': ARM, 'command_source': 'inverse_dynamics',
+                                    'command_joints': order, 'input_timeout': 30.0,
+                                    'joint_states_qos': 'reliable'})
     out, cmd = ros.collect(JointState, ID), ros.collect(Float64MultiArray, CMD)
+    err = ros.collect(JointState, '/rbd_dynamics/tracking_error')
     states = ros.publisher(JointState, 'joint_states', RELIABLE, wait_for=1)
     ref = ros.publisher(JointTrajectory, '/rbd_dynamics/reference', RELIABLE, wait_for=1)
-    states.publish(js(model.joint_names, np.zeros(7), sec=1))   # input is fresh
-    wait_until(lambda: node.stats.received >= 1, what='joint_states received')
+    q_meas, v_meas = np.full(7, 0.1), np.zeros(7)
+    states.publish(js(model.joint_names, q_meas, v_meas, sec=9))
+    # before any reference: the law holds the first measured position (commands, no ID output)
+    wait_until(lambda: cmd, what='commands holding the measured position')
+    idx = [model.joint_names.index(n) for n in order]
+    assert close(cmd[-1].data, rbd.gravity_torques(model, q_meas)[idx]) and not out
     rng = np.random.default_rng(3)
-    q, v, a = rng.uniform(-1, 1, (3, 7))
+    p1, p2 = rng.uniform(-1, 1, (2, 7))
+    v1, v2 = rng.uniform(-0.5, 0.5, (2, 7))
     perm = [3, 0, 6, 1, 5, 2, 4]
     msg = JointTrajectory(joint_names=[model.joint_names[i] for i in perm])
-    msg.header.stamp = Time(sec=11)
-    msg.points = [JointTrajectoryPoint(positions=list(q[perm]), velocities=list(v[perm]),
-                                       accelerations=list(a[perm]))]
+    msg.header.stamp = Time(sec=10)
+    msg.points = [JointTrajectoryPoint(positions=list(p[perm]), velocities=list(v[perm]),
+                                       time_from_start=Duration(sec=s))
+                  for p, v, s in ((p1, v1, 1), (p2, v2, 2))]
     ref.publish(msg)
-    wait_until(lambda: out and cmd, what='inverse dynamics and commands')
-    tau = rbd.inverse_dynamics(model, q, v, a)
-    assert out[0].header.stamp.sec == 11 and list(out[0].name) == list(model.joint_names)
-    assert close(out[0].effort, tau)
-    idx = [model.joint_names.index(n) for n in order]
-    assert close(cmd[0].data, tau[idx])
-    # velocities and accelerations missing: zero
-    msg.points = [JointTrajectoryPoint(positions=list(q[perm]))]
-    msg.header.stamp = Time(sec=12)
-    ref.publish(msg)
-    wait_until(lambda: len(out) >= 2, what='second inverse dynamics')
-    assert close(out[1].effort, rbd.gravity_torques(model, q))
+    wait_until(lambda: node.references == 1, what='the reference')
+    for k, t in enumerate((10.5, 11.25, 11.75, 13.0)):
+        sec, nanosec = int(t), int(round((t - int(t)) * 1e9))
+        states.publish(js(model.joint_names, q_meas, v_meas, sec=sec, nanosec=nanosec))
+        wait_until(lambda: len(out) == k + 1 and len(err) == k + 1, what=f'outputs at {t}')
+        got = out[-1]
+        assert (got.header.stamp.sec, got.header.stamp.nanosec) == (sec, nanosec)
+        if t < 11.0:       # from the measured state at receipt to the first point
+            spline = CubicHermiteSpline([10.0, 11.0], [q_meas, p1], [v_meas, v1])
+        elif t < 12.0:
+            spline = CubicHermiteSpline([11.0, 12.0], [p1, p2], [v1, v2])
+        q_ref = spline(t) if t < 12.0 else p2
+        v_ref = spline.derivative()(t) if t < 12.0 else np.zeros(7)
+        a_ref = spline.derivative(2)(t) if t < 12.0 else np.zeros(7)
+        tau = rbd.inverse_dynamics(model, q_ref, v_ref, a_ref)
+        assert close(got.position, q_ref) and close(got.velocity, v_ref)
+        assert close(got.effort, tau)
+        assert close(err[-1].position, q_ref - q_meas) and close(err[-1].velocity, v_ref - v_meas)
+        # the command: ID plus what cancels the URDF joint damping and friction
+        # (compensate_friction, default true) at the reference velocity
+        command = tau + joint_friction_compensation(model, v_ref, np.arange(7))
+        assert np.any(command != tau) or t >= 12.0
+        wait_until(lambda: close(cmd[-1].data, command[idx]), what='the command at that stamp')
+    assert Trajectory is not None
+    # rejects keep the active reference: unknown joint, times not increasing, NaN, lengths
+    bad = [JointTrajectory(joint_names=['ghost'], points=[JointTrajectoryPoint(positions=[0.0])]),
+           JointTrajectory(joint_names=['joint_1'], points=[
+               JointTrajectoryPoint(positions=[0.0], time_from_start=Duration(sec=2)),
+               JointTrajectoryPoint(positions=[0.1], time_from_start=Duration(sec=1))]),
+           JointTrajectory(joint_names=['joint_1'], points=[JointTrajectoryPoint(positions=[math.nan])]),
+           JointTrajectory(joint_names=['joint_1', 'joint_2'], points=[JointTrajectoryPoint(positions=[0.0])])]
+    for b in bad:
+        ref.publish(b)
+    wait_until(lambda: sum(node.stats.rejected.values()) == 4, what='4 rejections')
+    assert dict(node.stats.rejected) == {'unknown_joints': 1, 'time_not_increasing': 1,
+                                         'non_finite': 1, 'length_mismatch': 1}
+    assert node.references == 1
+
+
+def test_trajectory_annotated_with_inverse_dynamics_for_jtc(ros):
+    """~/trajectory_in comes back on ~/trajectory_out: same joints, points and times,
+    positions echoed, missing velocities and accelerations filled from the splines, every
+    point's effort = the core's ID at that point (other joints at their measured position),
+    plus the URDF joint damping and friction it cancels (compensate_friction)."""
+    from rbd_ros.control import Trajectory
+    model = rbd.Model.from_urdf(ARM)
+    ros.start(DynamicsNode, {'robot_description': ARM, 'joint_states_qos': 'reliable'})
+    annotated = ros.collect(JointTrajectory, '/rbd_dynamics/trajectory_out')
+    states = ros.publisher(JointState, 'joint_states', RELIABLE, wait_for=1)
+    pub = ros.publisher(JointTrajectory, '/rbd_dynamics/trajectory_in', RELIABLE, wait_for=1)
+    q_meas = np.full(7, 0.3)
+    states.publish(js(model.joint_names, q_meas, sec=1))
+    names = ['joint_2', 'joint_4']
+    rng = np.random.default_rng(5)
+    pos, vel = rng.uniform(-1, 1, (3, 2)), rng.uniform(-1, 1, (3, 2))
+    msg = JointTrajectory(joint_names=names, points=[
+        JointTrajectoryPoint(positions=list(pos[k]), velocities=list(vel[k]),
+                             time_from_start=Duration(sec=k + 1)) for k in range(3)])
+    publish_until(pub, msg, lambda: annotated, what='the annotated trajectory')
+    got = annotated[-1]
+    assert got.joint_names == names and len(got.points) == 3
+    traj = Trajectory.from_points(0.0, [1.0, 2.0, 3.0], pos, list(vel), None)
+    for k, point in enumerate(got.points):
+        assert point.time_from_start.sec == k + 1 and close(point.positions, pos[k])
+        assert close(point.velocities, vel[k])
+        a_k = traj.sample_at_knot(k + 1)[2]
+        assert close(point.accelerations, a_k)
+        q, v, a = q_meas.copy(), np.zeros(7), np.zeros(7)
+        q[[1, 3]], v[[1, 3]], a[[1, 3]] = pos[k], vel[k], a_k
+        assert close(point.effort, rbd.inverse_dynamics(model, q, v, a)[[1, 3]]
+                     + joint_friction_compensation(model, vel[k], [1, 3]))
 
 
 def test_gravity_commands_and_stale_input(ros):
@@ -195,13 +267,17 @@ def test_floating_base_model(ros):
     assert list(gravity[0].name) == names
     assert close(gravity[0].effort, rbd.gravity_torques(model, q)[6:])
     assert close(fd[0].points[0].accelerations, rbd.forward_dynamics(model, q, v, tau)[6:])
+    # a reference that starts later: until then the state measured at receipt is held (joint
+    # velocities and accelerations zero); its inverse dynamics uses the measured base state
     msg = JointTrajectory(joint_names=names)
-    msg.points = [JointTrajectoryPoint(positions=list(qj), velocities=list(vj),
-                                       accelerations=[0.3, 0.2, 0.1, 0.0])]
+    msg.header.stamp = Time(sec=100)
+    msg.points = [JointTrajectoryPoint(positions=[0.0] * 4, time_from_start=Duration(sec=1))]
     ref.publish(msg)
+    wait_until(lambda: ros.nodes[-1].references == 1, what='the reference')
+    states.publish(js(names, qj, vj, tau_j, sec=3))
     wait_until(lambda: out, what='floating-base inverse dynamics')
-    a = np.concatenate([np.zeros(6), [0.3, 0.2, 0.1, 0.0]])
-    assert close(out[0].effort, rbd.inverse_dynamics(model, q, v, a)[6:])
+    v_hold = np.concatenate([v[:6], np.zeros(4)])
+    assert close(out[0].effort, rbd.inverse_dynamics(model, q, v_hold, np.zeros(10))[6:])
 
 
 def test_bad_input_is_rejected_counted_and_survived(ros):

@@ -1,12 +1,16 @@
 """dynamics_node (node ``rbd_dynamics``): gravity, inverse and forward dynamics of the robot in
 ``robot_description``, by joint name, stamped with the input's stamp.
 
-In: ``joint_states`` (sensor_msgs/JointState), ``~/reference`` (trajectory_msgs/JointTrajectory),
-``~/base_state`` (nav_msgs/Odometry, only with ``floating_base: true``), ``robot_description``.
-Out: ``~/gravity_torques`` and ``~/inverse_dynamics`` (JointState effort), ``~/forward_dynamics``
-(JointTrajectory, one point), ``~/effort_commands`` (Float64MultiArray in ``command_joints``
-order), ``/diagnostics``. Every output is one core call on one model snapshot.
-Gravity compensation is published in :meth:`DynamicsNode.on_joint_states`.
+In: ``joint_states`` (sensor_msgs/JointState), ``~/reference`` (trajectory_msgs/JointTrajectory:
+a whole trajectory, sampled in time as JointTrajectoryController samples it),
+``~/trajectory_in`` (JointTrajectory to annotate), ``~/base_state`` (nav_msgs/Odometry, only
+with ``floating_base: true``), ``robot_description``.
+Out, per joint_states: ``~/gravity_torques`` (JointState effort), ``~/forward_dynamics``
+(JointTrajectory, one point), and while a reference runs ``~/inverse_dynamics`` (the sampled
+reference and its torques) and ``~/tracking_error``; ``~/effort_commands`` (Float64MultiArray in
+``command_joints`` order) per ``command_source``: a control law of rbd_ros.control.laws;
+``~/trajectory_out`` (the annotated trajectory: every point's effort = inverse dynamics);
+``/diagnostics``. Gravity compensation is published in :meth:`DynamicsNode.on_joint_states`.
 Parameters: config/rbd.yaml; behaviour: docs/ros.md.
 """
 from __future__ import annotations
@@ -15,12 +19,15 @@ import dataclasses
 import time
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import rbd_ros.dynamics as rbd
+from rbd_ros.control import (LAWS, Reference, Trajectory, control_torques,
+                             joint_friction_compensation, tracking_error)
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected, all_finite, stamp_ns
 from rbd_ros.ros.messages import joint_state, odometry_to_base
 from rbd_ros.ros.node import COMMON_PARAMS, JOINT_STATES_QOS, RbdNode, node_main
@@ -39,11 +46,22 @@ PARAMS = {
     'input_timeout': ParamSpec('double', 0.5, 'seconds without valid joint_states (or '
                                'base_state) after which input is stale: torque commands stop; '
                                '0 disables', non_negative),
-    'command_source': ParamSpec('string', 'none', 'what ~/effort_commands carries: none, '
-                                'gravity or inverse_dynamics',
-                                one_of('none', 'gravity', 'inverse_dynamics')),
-    'command_joints': ParamSpec('string_array', [], 'joint order of ~/effort_commands; empty: '
-                                'every single-DoF joint in model order', unique_names),
+    'command_source': ParamSpec('string', 'none', 'what ~/effort_commands carries, per '
+                                'joint_states: none, gravity, inverse_dynamics, pd_feedforward, '
+                                'computed_torque or gravity_pd', one_of('none', *LAWS),
+                                dynamic=True),
+    'command_joints': ParamSpec('string_array', [], 'joint order of ~/effort_commands, kp and '
+                                'kd; empty: every single-DoF joint in model order', unique_names),
+    'kp': ParamSpec('double_array', [100.0], 'position gains, one value or one per command '
+                    'joint: N m/rad (pd_feedforward, gravity_pd) or 1/s^2 (computed_torque)',
+                    finite_vector(minimum=0.0), dynamic=True),
+    'kd': ParamSpec('double_array', [20.0], 'velocity gains, one value or one per command '
+                    'joint: N m s/rad or 1/s', finite_vector(minimum=0.0), dynamic=True),
+    'compensate_friction': ParamSpec('bool', True, 'the feedforward laws and ~/trajectory_out '
+                                     'also cancel the URDF <dynamics> damping and friction at '
+                                     'the reference velocity', dynamic=True),
+    'saturate_efforts': ParamSpec('bool', True, 'clip effort commands at the URDF effort '
+                                  'limits (counted: saturated_commands)'),
 }
 
 
@@ -59,6 +77,7 @@ class Runtime:
     gravity_out: SerializedMessage   # JointState: stamp, position, effort
     fd_out: SerializedMessage        # JointTrajectory: stamp, positions, velocities,
     #                                  accelerations, effort of points[0]
+    reference: Reference             # per JointState joint: held positions and trajectories
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,14 +98,17 @@ class DynamicsNode(RbdNode):
         super().__init__(**kwargs)
         p = self.params
         self.base: BaseState | None = None
-        self._last_reference_ns = -1
         self._was_stale = False
+        self.saturated = 0               # effort commands clipped at a limit
+        self.references = 0              # trajectories taken on ~/reference
         # raw: joint_states arrive as bytes, read by a JointStateDecoder (no Python message)
         self._decoder = JointStateDecoder()
         self.create_subscription(JointState, 'joint_states', self.guard(self.on_joint_states),
                                  joint_states_qos(p['joint_states_qos']), raw=True)
         self.create_subscription(JointTrajectory, '~/reference', self.guard(self.on_reference),
                                  COMMAND_QOS)
+        self.create_subscription(JointTrajectory, '~/trajectory_in',
+                                 self.guard(self.on_trajectory_in), COMMAND_QOS)
         if p['floating_base']:
             self.create_subscription(Odometry, '~/base_state', self.guard(self.on_base_state),
                                      joint_states_qos(p['joint_states_qos']))
@@ -94,11 +116,16 @@ class DynamicsNode(RbdNode):
         self.pub_id = self.create_publisher(JointState, '~/inverse_dynamics', OUTPUT_QOS)
         self.pub_fd = self.create_publisher(JointTrajectory, '~/forward_dynamics', OUTPUT_QOS)
         self.pub_cmd = self.create_publisher(Float64MultiArray, '~/effort_commands', OUTPUT_QOS)
+        self.pub_error = self.create_publisher(JointState, '~/tracking_error', OUTPUT_QOS)
+        self.pub_trajectory = self.create_publisher(JointTrajectory, '~/trajectory_out',
+                                                    OUTPUT_QOS)
         self.start()
 
     # -- model ---------------------------------------------------------------------------------
     def prepare(self, robot: Robot) -> Runtime:
         names, slots = robot.joint_slots(self.params['command_joints'])
+        for gain in ('kp', 'kd'):
+            self._check_gains(gain, self.params[gain], len(names))
         old = self.runtime
         count = len(robot.joint_names)
         gravity = JointState(name=list(robot.joint_names))
@@ -111,7 +138,29 @@ class DynamicsNode(RbdNode):
                                           [(gravity, 'position'), (gravity, 'effort')], count),
             fd_out=SerializedMessage(fd, fd.header, [(point, 'positions'), (point, 'velocities'),
                                                      (point, 'accelerations'), (point, 'effort')],
-                                     count))
+                                     count),
+            reference=Reference(count))
+
+    @staticmethod
+    def _check_gains(name, values, count):
+        if len(values) not in (1, count):
+            raise ValueError(f'{name} has {len(values)} values for the {count} command_joints '
+                             '(one value for all, or one per command joint)')
+
+    def check_parameter(self, name, value):
+        if name in ('kp', 'kd') and self.runtime is not None:
+            try:
+                self._check_gains(name, value, len(self.runtime.command_names))
+            except ValueError as exc:
+                return str(exc)
+        return None
+
+    def _gains(self, rt: Runtime, name):
+        """Per JointState joint (0 for the joints that are not commanded)."""
+        values = np.asarray(self.params[name], dtype=float)
+        out = np.zeros(len(rt.robot.joint_names))
+        out[rt.command_slots] = values if len(values) > 1 else values[0]
+        return out
 
     # -- state ---------------------------------------------------------------------------------
     def is_stale(self) -> bool:
@@ -149,7 +198,43 @@ class DynamicsNode(RbdNode):
         if self.is_stale():
             return
         cmd = joint_tau[rt.command_slots]
+        if self.params['saturate_efforts']:
+            limit = rt.robot.effort_limit[rt.command_slots]
+            clipped = np.clip(cmd, -limit, limit)
+            self.saturated += int(np.count_nonzero(clipped != cmd))
+            cmd = clipped
         self._publish(self.pub_cmd, Float64MultiArray(data=cmd.tolist()), cmd)
+
+    def _track(self, rt: Runtime, sec, nanosec, q, base_q, base_v) -> None:
+        """The reference sampled at this joint_states' stamp, the tracking outputs, and the
+        control law's effort commands."""
+        robot, m, ref = rt.robot, rt.merger, rt.reference
+        if not ref.initialized:
+            ref.start_hold(m.position)        # JTC on activation: hold where the robot is
+        t = sec + 1e-9 * nanosec
+        if t == 0.0:                          # an unstamped joint_states: the node's clock
+            t = self.get_clock().now().nanoseconds * 1e-9
+        q_ref, v_ref, a_ref = ref.sample(t)
+        v = robot.full_v(m.velocity, base_v)
+        stamp = Time(sec=sec, nanosec=nanosec)
+        if ref.active:                        # a reference runs: what it asks, and how far
+            tau_ref = control_torques('inverse_dynamics', robot.model, q, v, robot.q_index,
+                                      robot.v_index, q_ref, v_ref, a_ref, 0.0, 0.0,
+                                      robot.continuous)
+            self._publish(self.pub_id, joint_state(stamp, robot.joint_names, q_ref, v_ref,
+                                                   tau_ref), tau_ref)
+            e = tracking_error(q_ref, m.position, robot.continuous)
+            e_dot = v_ref - m.velocity
+            self._publish(self.pub_error, joint_state(stamp, robot.joint_names, e, e_dot), e,
+                          e_dot)
+        source = self.params['command_source']
+        if source in ('none', 'gravity'):
+            return
+        tau = self.stats.timed(control_torques, source, robot.model, q, v, robot.q_index,
+                               robot.v_index, q_ref, v_ref, a_ref, self._gains(rt, 'kp'),
+                               self._gains(rt, 'kd'), robot.continuous,
+                               compensate_friction=self.params['compensate_friction'])
+        self._command(rt, tau)
 
     # -- callbacks -----------------------------------------------------------------------------
     def on_joint_states(self, data: bytes) -> None:
@@ -186,8 +271,11 @@ class DynamicsNode(RbdNode):
         if not robot.direct_state:
             g = g[robot.v_index]
         out = rt.gravity_out.fill(sec, nanosec, m.position, g)
-        if self._publish(self.pub_gravity, out, g) and self.params['command_source'] == 'gravity':
+        source = self.params['command_source']
+        if self._publish(self.pub_gravity, out, g) and source == 'gravity':
             self._command(rt, g)
+        if source not in ('none', 'gravity') or rt.reference.active:
+            self._track(rt, sec, nanosec, q, base_q, base_v)
 
         if has_effort and m.effort_complete:
             if robot.direct_state:
@@ -201,54 +289,98 @@ class DynamicsNode(RbdNode):
             out = rt.fd_out.fill(sec, nanosec, m.position, m.velocity, qdd, m.effort)
             self._publish(self.pub_fd, out, qdd)
 
+    def _trajectory(self, rt: Runtime, msg: JointTrajectory):
+        """(slots, times from start, positions, velocities, accelerations) of a valid
+        JointTrajectory; Rejected (the active reference kept) otherwise."""
+        robot = rt.robot
+        n = len(msg.joint_names)
+        if not msg.points:
+            raise Rejected('empty_reference', 'JointTrajectory without points')
+        if len(set(msg.joint_names)) != n:
+            raise Rejected('duplicate_names', 'a joint name appears twice in the trajectory')
+        unknown = [name for name in msg.joint_names if name not in robot.slot]
+        if unknown:
+            raise Rejected('unknown_joints', f'the trajectory names {unknown}, not single-DoF '
+                           f'joints of {robot.model.name!r}')
+        tfs, pos, vel, acc = [], [], [], []
+        for k, pt in enumerate(msg.points):
+            if len(pt.positions) != n:
+                raise Rejected('length_mismatch', f'point {k}: {n} joint names but '
+                               f'{len(pt.positions)} positions')
+            for field in ('velocities', 'accelerations'):
+                if len(getattr(pt, field)) not in (0, n):
+                    raise Rejected('length_mismatch', f'point {k}: {n} joint names but '
+                                   f'{len(getattr(pt, field))} {field}')
+            if len(pt.accelerations) and not len(pt.velocities):
+                raise Rejected('length_mismatch', f'point {k}: accelerations without velocities')
+            tfs.append(pt.time_from_start.sec + 1e-9 * pt.time_from_start.nanosec)
+            pos.append(pt.positions)
+            vel.append(list(pt.velocities) or None)
+            acc.append(list(pt.accelerations) or None)
+        tfs = np.array(tfs)
+        if np.any(np.diff(tfs) <= 0) or tfs[0] < 0:
+            raise Rejected('time_not_increasing', 'time_from_start must increase strictly')
+        if not all_finite(tfs, np.asarray(pos, dtype=float),
+                          *[np.asarray(x, dtype=float) for x in vel + acc if x is not None]):
+            raise Rejected('non_finite', 'NaN or inf in the trajectory')
+        slots = np.array([robot.slot[name] for name in msg.joint_names], dtype=int)
+        return slots, tfs, np.asarray(pos, dtype=float), vel, acc
+
     def on_reference(self, msg: JointTrajectory) -> None:
+        """A whole trajectory, JTC's semantics: it starts at header.stamp (zero: now, on this
+        node's clock), its points at time_from_start; it replaces the reference of the joints
+        it names, from the state measured now."""
         rt = self.runtime
         if rt is None:
             raise Rejected('no_model', 'reference before any robot_description')
-        if not msg.points:
-            raise Rejected('empty_reference', 'JointTrajectory without points')
-        n = len(msg.joint_names)
-        pt = msg.points[0]
-        for field in ('positions', 'velocities', 'accelerations'):
-            if len(getattr(pt, field)) not in (0, n):
-                raise Rejected('length_mismatch',
-                               f'{n} joint names but {len(getattr(pt, field))} {field}')
-        if len(set(msg.joint_names)) != n:
-            raise Rejected('duplicate_names', 'a joint name appears twice in the reference')
-        pos, vel, acc = (np.asarray(getattr(pt, f), dtype=float)
-                         for f in ('positions', 'velocities', 'accelerations'))
-        if not all_finite(pos, vel, acc):
-            raise Rejected('non_finite', 'NaN or inf in the reference')
-        t = stamp_ns(msg.header.stamp)
-        if t < self._last_reference_ns:
-            raise Rejected('time_backwards', 'reference stamp older than the previous one')
+        slots, tfs, pos, vel, acc = self._trajectory(rt, msg)
+        m = rt.merger
+        if not m.complete:
+            raise Rejected('no_state', 'a reference before every joint position is known')
+        start = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        if start == 0.0:
+            start = self.get_clock().now().nanoseconds * 1e-9
+        if not rt.reference.initialized:
+            rt.reference.start_hold(m.position)
+        trajectory = Trajectory.from_points(start, tfs, pos, vel, acc,
+                                            measured_q=m.position[slots],
+                                            measured_v=m.velocity[slots],
+                                            continuous=rt.robot.continuous[slots])
+        rt.reference.replace(trajectory, slots)
+        self.references += 1
+
+    def on_trajectory_in(self, msg: JointTrajectory) -> None:
+        """The same trajectory out, each point's effort = ID(q, v, a) of that point, missing
+        velocities and accelerations filled from the splines the reference would sample:
+        feedforward for JointTrajectoryController on effort interfaces."""
+        rt = self.runtime
+        if rt is None:
+            raise Rejected('no_model', 'trajectory before any robot_description')
+        slots, tfs, pos, vel, acc = self._trajectory(rt, msg)
         robot = rt.robot
-        # Joints the reference does not name: measured position if known (else 0), v = a = 0.
+        traj = Trajectory.from_points(0.0, tfs, pos, vel, acc)
+        offset = 1 if tfs[0] > 0 else 0        # (a start knot before the first point)
         qj = np.where(rt.merger.has_position, rt.merger.position, 0.0)
-        vj, aj = np.zeros(len(robot.joint_names)), np.zeros(len(robot.joint_names))
-        unknown = []
-        for k, name in enumerate(msg.joint_names):
-            i = robot.slot.get(name)
-            if i is None:
-                unknown.append(name)
-                continue
-            if len(pos):
-                qj[i] = pos[k]
-            if len(vel):
-                vj[i] = vel[k]
-            if len(acc):
-                aj[i] = acc[k]
-        if unknown:
-            self.stats.unknown_names(unknown)
-        base_q, base_v = self._base_state()
-        self._last_reference_ns = t
-        tau = self.stats.timed(rbd.inverse_dynamics, robot.model, robot.full_q(qj, base_q),
-                               robot.full_v(vj, base_v), robot.full_v(aj))[robot.v_index]
-        out = joint_state(msg.header.stamp, robot.joint_names, position=qj, velocity=vj,
-                          effort=tau)
-        if self._publish(self.pub_id, out, tau) and \
-                self.params['command_source'] == 'inverse_dynamics':
-            self._command(rt, tau)
+        base_q, base_v = self._base_state() if self.params['floating_base'] else (None, None)
+        out = JointTrajectory(header=msg.header, joint_names=list(msg.joint_names))
+        efforts = []
+        for k, pt in enumerate(msg.points):
+            q_k, v_k, a_k = traj.sample_at_knot(k + offset)
+            v_k = np.asarray(vel[k]) if vel[k] is not None else v_k
+            a_k = np.asarray(acc[k]) if acc[k] is not None else a_k
+            q_full, v_full, a_full = qj.copy(), np.zeros(len(qj)), np.zeros(len(qj))
+            q_full[slots], v_full[slots], a_full[slots] = q_k, v_k, a_k
+            tau = rbd.inverse_dynamics(robot.model, robot.full_q(q_full, base_q),
+                                       robot.full_v(v_full, base_v),
+                                       robot.full_v(a_full))[robot.v_index][slots]
+            if self.params['compensate_friction']:
+                tau = tau + joint_friction_compensation(robot.model, v_k,
+                                                        robot.v_index[slots])
+            efforts.append(tau)
+            out.points.append(JointTrajectoryPoint(
+                positions=list(pt.positions), velocities=v_k.tolist(), accelerations=a_k.tolist(),
+                effort=tau.tolist(), time_from_start=pt.time_from_start))
+        self._publish(self.pub_trajectory, out, *efforts)
 
     def on_base_state(self, msg: Odometry) -> None:
         q, v = odometry_to_base(msg)
@@ -266,7 +398,9 @@ class DynamicsNode(RbdNode):
             self.get_logger().info('input fresh again: torque commands resumed')
         self._was_stale = stale
         extra = {'command_source': self.params['command_source'],
-                 'floating_base': str(self.params['floating_base']).lower()}
+                 'floating_base': str(self.params['floating_base']).lower(),
+                 'saturated_commands': str(self.saturated),
+                 'references_taken': str(self.references)}
         rt = self.runtime
         if rt is not None:
             extra['joints_known'] = f'{int(rt.merger.has_position.sum())}/' \

@@ -33,9 +33,9 @@ class Stats:
         self._rate_n0 = 0
         self.last_input_time: float | None = None   # time.monotonic() of the last valid input
 
-    def timed(self, fn, *args):
+    def timed(self, fn, *args, **kwargs):
         t0 = time.perf_counter()
-        out = fn(*args)
+        out = fn(*args, **kwargs)
         self.compute_s.append(time.perf_counter() - t0)
         return out
 
