@@ -56,7 +56,7 @@ if [[ -f $STAMP && $(cat "$STAMP") == "$HASH" ]] && "$PY" -c "$IMPORT_CHECK" 2>/
   say "python packages up to date (stamp matches)"
 else
   rm -f "$STAMP"
-  say "installing rbd_ros (editable, [test,fast]) and the ROS 2 wheels"
+  say "installing rbd_ros (editable, [test,fast,demo]) and the ROS 2 wheels"
   pip_install -e '.[test,fast,demo]' "${ROS_WHEELS[@]}"
   "$PY" -c "$IMPORT_CHECK" || die "imports still fail after pip install"
   NEED_STAMP=1
