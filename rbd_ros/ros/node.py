@@ -23,6 +23,7 @@ import time
 from typing import Callable, Iterable
 
 from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.exceptions import InvalidHandle
 from rclpy.node import Node
 from std_msgs.msg import String
 
@@ -207,6 +208,12 @@ class RbdNode(Node):
         self.get_logger().warning(f'rejected message ({reason}): {detail}',
                                   throttle_duration_sec=2.0)
 
+    destroying = False
+
+    def destroy_node(self):
+        self.destroying = True
+        return super().destroy_node()
+
     def guard(self, fn):
         """Wrap a callback: a Rejected input is counted by reason; any other exception is an
         internal error (a bug), counted and logged; neither reaches the executor."""
@@ -218,6 +225,8 @@ class RbdNode(Node):
             except Rejected as exc:
                 self.reject(exc.reason, exc.detail)
             except Exception as exc:   # noqa: BLE001
+                if isinstance(exc, InvalidHandle) and self.destroying:
+                    return      # a handle destroyed under this callback: shutting down, no bug
                 self.stats.internal_errors += 1
                 self.stats.last_error = f'{type(exc).__name__}: {exc}'
                 self.get_logger().error(f'internal error in {fn.__name__}: '
