@@ -98,7 +98,7 @@ class DynamicsNode(RbdNode):
         super().__init__(**kwargs)
         p = self.params
         self.base: BaseState | None = None
-        self._was_stale = False
+        self._was_stale = False         # "input stale" logged, "resumed" not yet
         self.saturated = 0               # effort commands clipped at a limit
         self.references = 0              # trajectories taken on ~/reference
         # raw: joint_states arrive as bytes, read by a JointStateDecoder (no Python message)
@@ -392,11 +392,14 @@ class DynamicsNode(RbdNode):
     def extra_diagnostics(self) -> dict:
         stale = self.runtime is not None and self.is_stale()
         commanding = self.params['command_source'] != 'none'
+        # "resumed" only after a logged "stopped" (stale before the first input is not logged)
         if commanding and stale and not self._was_stale and self.stats.last_input_time:
             self.get_logger().warning('input stale: torque commands stopped')
-        elif commanding and self._was_stale and not stale:
-            self.get_logger().info('input fresh again: torque commands resumed')
-        self._was_stale = stale
+            self._was_stale = True
+        elif self._was_stale and not stale:
+            if commanding:
+                self.get_logger().info('input fresh again: torque commands resumed')
+            self._was_stale = False
         extra = {'command_source': self.params['command_source'],
                  'floating_base': str(self.params['floating_base']).lower(),
                  'saturated_commands': str(self.saturated),

@@ -121,11 +121,12 @@ class Simulator:
             q_free, v_free = self._free_step(self.q, self.v, tau, f_ext)
             if not self._finite(q_free, v_free):
                 return False
-            q_new, v_new = self._joints(q_free, v_free, limits=False)
-            limited = self._drive_speed_limit(q_free, v_new, tau)
-            if limited is not None:       # the drives give up what would overspeed the joints
-                tau = limited
-                q_free, v_free = self._free_step(self.q, self.v, tau, f_ext)
+            if self._near_speed_limit(v_free):
+                q_new, v_new = self._joints(q_free, v_free, limits=False)
+                limited = self._drive_speed_limit(q_free, v_new, tau)
+                if limited is not None:   # the drives give up what would overspeed the joints
+                    tau = limited
+                    q_free, v_free = self._free_step(self.q, self.v, tau, f_ext)
             self.applied = tau
             q_new, v_new = self._joints(q_free, v_free)
         except (ValueError, FloatingPointError, np.linalg.LinAlgError):
@@ -166,6 +167,15 @@ class Simulator:
         a4 = self._acceleration(rbd.integrate(model, q, v3, dt, data=d), v4, tau, f_ext)
         q_new = rbd.integrate(model, q, (v + 2.0 * v2 + 2.0 * v3 + v4) / 6.0, dt, data=d)
         return q_new, v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+
+    def _near_speed_limit(self, v_free) -> bool:
+        """Whether a joint may end this step past its velocity limit: only then is the
+        drives' share worked out (a solve of its own; damping and friction only slow a
+        joint, so half the limit is a wide margin, and the limit rows of the final solve
+        bound the speed in any case)."""
+        rows = self.rows
+        return bool(self.options.velocity_limits and len(rows.v)
+                    and np.any(np.abs(v_free[rows.v]) > 0.5 * rows.velocity))
 
     def _drive_speed_limit(self, q, v_end, tau):
         """A drive limits its joint's speed by giving up torque, as a real one does: the
