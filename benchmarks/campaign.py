@@ -31,19 +31,12 @@ import time
 import numpy as np
 
 from benchmarks.isolation import private_domain_id
+from benchmarks.node_bench import rss_mb
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ARM = ROOT / 'rbd_ros' / 'robots' / 'rbd_arm7.urdf'
 TREE = ROOT / 'test' / 'data' / 'ros' / 'tree3.urdf'
 BROKEN = '<robot name="broken"><link name="a"/><link name="a"/></robot>'
-
-
-def rss_mb(pid: int) -> float:
-    with open(f'/proc/{pid}/status') as fh:
-        for line in fh:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1]) / 1024.0
-    return math.nan
 
 
 class Campaign:
