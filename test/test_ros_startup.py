@@ -65,6 +65,9 @@ CASES = [
      "parameter rate: expected a double (e.g. rate:=0.5), got integer '500'"),
     ('frames_node', ['--ros-args', '-p', 'publish_frequency:=-1.0'],
      'parameter publish_frequency: must be a finite number >= 0'),
+    ('sim_node', ['--ros-args', '-p', 'position_limits:=off'],     # YAML reads off as false
+     "parameter position_limits: expected a string (e.g. position_limits:=text), got bool "
+     "'False'; quote a word YAML reads as a boolean: position_limits:=\"'off'\""),
     ('sim_node', ['--ros-args', '-p', 'integrator:=leapfrog'],
      'parameter integrator: must be one of'),
     ('dynamics_node', ['--ros-args', '-p', 'robot_description:=<robot name="a">\n<!-- a: b -->'],

@@ -111,8 +111,13 @@ def declare_parameters(node, specs: Mapping[str, ParamSpec]) -> dict[str, Any]:
             if param.type_ == Parameter.Type.NOT_SET:   # no value, or an empty YAML list
                 node.set_parameters([Parameter(name, ptype, _typed_default(spec))])
         except ParameterException as exc:
+            got = _got(exc)
+            hint = ''
+            if spec.type == 'string' and got.startswith(', got bool'):
+                # YAML 1.1, which ROS parses -p with, reads on/off/yes/no as booleans
+                hint = f"; quote a word YAML reads as a boolean: {name}:=\"'off'\""
             raise ParameterError(f'parameter {name}: expected a {spec.type.replace("_", " ")} '
-                                 f'(e.g. {name}:={_EXAMPLES[spec.type]}){_got(exc)}') from None
+                                 f'(e.g. {name}:={_EXAMPLES[spec.type]}){got}{hint}') from None
         value = _python(node.get_parameter(name).value)
         _validate(name, spec, value)
         values[name] = value
