@@ -20,7 +20,7 @@ setup(
     python_requires='>=3.10',
     install_requires=['numpy', 'lxml', 'PyYAML'],
     extras_require={
-        'fast': ['numba'],
+        'fast': ['numba>=0.56'],       # the oldest measured (README: numba versions)
         'demo': ['matplotlib'],         # the demo's plot
         # pin (Pinocchio) is the test oracle; example-robot-data the corpus of public robots
         'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'example-robot-data==6.0.0',

@@ -96,13 +96,30 @@ def signature(*argument_types):
     return None if _numba is None else STATUS(*argument_types)
 
 
+def _ir_inlining() -> bool:
+    """Whether helpers are inlined at numba's IR level. numba 0.58.1 takes minutes per
+    kernel that inlines the joint models (19 min of warmup; 60 s without; 0.59: 75 s with),
+    so before 0.59 they are left to LLVM's inliner (older versions untested with IR inlining):
+    the same numbers, kernels up to 2x slower.
+    RBD_ROS_IR_INLINE=0/1 overrides, with a NUMBA_CACHE_DIR of its own: numba's cache keys
+    a kernel by its source and types, not by how its helpers were inlined."""
+    forced = os.environ.get('RBD_ROS_IR_INLINE', '')
+    if forced in ('0', '1'):
+        return forced == '1'
+    major, minor = (int(x) for x in _numba.__version__.split('.')[:2])
+    return (major, minor) >= (0, 59)
+
+
+IR_INLINING = _numba is not None and _ir_inlining()
+
+
 def inline_kernel(fn):
     """A small helper compiled inline into its callers (numba IR inlining), so that the
     array views it receives cost no reference counting: ~4x faster kernels."""
     if _numba is None:
         return fn
     return _numba.njit(cache=True, nogil=True, fastmath=False, error_model='numpy',
-                       inline='always')(fn)
+                       inline='always' if IR_INLINING else 'never')(fn)
 
 
 # ---- borrowed views ------------------------------------------------------------------
