@@ -1,4 +1,5 @@
-"""``warmup``: fill numba's cache for every rbd_ros.dynamics kernel, one compile group per core.
+"""``warmup``: fill numba's cache for every rbd_ros.dynamics kernel, one compile group per core,
+and for the simulator's joint-row solver.
 
 Run once after installing (scripts/setup.sh does; on a ROS install ``ros2 run rbd_ros warmup``
 after ``colcon build``) so that no process compiles on its first message. Each group of
@@ -29,7 +30,9 @@ def main() -> int:
                       'compiling its kernels in this process instead', file=sys.stderr)
     from rbd_ros.dynamics.warmup import warm_up
     warm_up(verbose=False)
-    print(f'rbd_ros.dynamics kernels ready in {time.perf_counter() - start:.1f} s')
+    from rbd_ros.simulation import pgs      # the simulator's joint-row solver (~4 s cold)
+    pgs.warm_up()
+    print(f'rbd_ros.dynamics and simulator kernels ready in {time.perf_counter() - start:.1f} s')
     return 0
 
 

@@ -11,7 +11,7 @@ One step of ``dt`` from (q, v) under the commanded torques:
                damping is stable), with lambda the joint impulses that keep each joint within
                its speed and position limits and apply Coulomb friction: |lambda_f| <=
                friction dt, opposing the joint's motion, holding it still when that suffices
-               (stiction). Projected Gauss-Seidel, one row per joint.
+               (stiction). Projected Gauss-Seidel, one row per joint (pgs.py, compiled).
 4. positions:  q+ = q* (+) (v+ - v*) theta dt. The joints' forces act through the step, so the
                position moves by the mean of the velocity change: theta = 1/2 after RK4 (a
                drive at its speed limit then advances at that speed, however hard it pushes),
@@ -39,6 +39,8 @@ import dataclasses
 import numpy as np
 
 import rbd_ros.dynamics as rbd
+
+from . import pgs
 
 INTEGRATORS = ('rk4', 'semi_implicit_euler')
 POSITION_LIMITS = ('constraint', 'spring', 'off')
@@ -103,6 +105,7 @@ class Simulator:
         self.v = np.zeros(model.nv) if v0 is None else np.array(v0, dtype=float)
         self.t = 0.0
         self.applied = np.zeros(model.nv)    # the drives' torques in the last step
+        pgs.warm_up()       # compiled (or loaded from numba's cache) now, not in a first step
 
     def saturate(self, tau_cmd: np.ndarray) -> np.ndarray:
         """The torques the drives apply: the command, clipped at the effort limits."""
@@ -260,65 +263,9 @@ class Simulator:
 
 
 def _joint_impulses(G, v0, lo, hi, friction_impulse, sweeps=200, tolerance=1e-13):
-    """Projected Gauss-Seidel on joint rows: impulses lam with v = v0 + G lam such that each
-    row's v stays in [lo, hi] (a limit pushes only as hard as needed) and, within that, its
-    friction impulse (|.| <= friction_impulse) brings v toward 0 (stiction when it can).
-
-    Gauss-Seidel alone converges slowly when G is ill-conditioned (a light wrist under a
-    heavy shoulder: ~100 sweeps for an arm held by stiction), so after sweeps 2, 4, 8, ...
-    the rows are sorted by what the iterate says they do (held at a velocity: 0, lo or hi;
-    or sliding at a friction bound), that linear system is solved exactly, and the result is
-    kept if one more sweep leaves it unchanged."""
-    n = len(v0)
-    lam = np.zeros(n)
-    v = v0.copy()
-    diag = np.diag(G)
-    scale = tolerance * (1.0 + float(np.max(np.abs(v0), initial=0.0)))
-    for sweep in range(1, sweeps + 1):
-        if _sweep(G, diag, v, lam, lo, hi, friction_impulse) < scale:
-            break
-        if sweep & (sweep - 1) == 0:            # a power of two: try the exact solve
-            polished = _polish(G, v0, lam, v, lo, hi, friction_impulse)
-            if polished is not None:
-                lam_p, v_p = polished
-                if _sweep(G, diag, v_p, lam_p, lo, hi, friction_impulse) < scale:
-                    return lam_p
+    """The joint rows' impulses: projected Gauss-Seidel, polished (pgs.py)."""
+    lam = np.empty(len(v0))
+    pgs.joint_impulses(np.ascontiguousarray(G), np.ascontiguousarray(v0, dtype=float),
+                       np.ascontiguousarray(lo, dtype=float), np.ascontiguousarray(hi, dtype=float),
+                       np.ascontiguousarray(friction_impulse, dtype=float), sweeps, tolerance, lam)
     return lam
-
-
-def _sweep(G, diag, v, lam, lo, hi, friction_impulse) -> float:
-    """One Gauss-Seidel pass over the rows, in place; the largest velocity change."""
-    change = 0.0
-    for i in range(len(v)):
-        g = diag[i]
-        if not g > 0.0:
-            continue
-        free = v[i] - g * lam[i]                        # this row's impulse taken out
-        stop = -free / g                                # what would stop the joint
-        f = min(max(stop, -friction_impulse[i]), friction_impulse[i])
-        target = min(max(free + g * f, lo[i]), hi[i]) if lo[i] <= hi[i] else lo[i]
-        new = (target - free) / g
-        delta = new - lam[i]
-        if delta != 0.0:
-            v += G[:, i] * delta
-            lam[i] = new
-            change = max(change, abs(delta) * g)
-    return change
-
-
-def _polish(G, v0, lam, v, lo, hi, friction_impulse):
-    """The exact solution for the rows' present roles, or None when it cannot be formed."""
-    bound = friction_impulse * (1.0 - 1e-9)
-    at_lo, at_hi = v <= lo + 1e-12, v >= hi - 1e-12
-    sliding = (np.abs(lam) >= bound) & (friction_impulse > 0) & ~at_lo & ~at_hi
-    held = ~sliding
-    target = np.where(at_lo, lo, np.where(at_hi, hi, np.clip(0.0, lo, hi)))
-    lam_new = np.where(sliding, np.sign(lam) * friction_impulse, 0.0)
-    if np.any(held):
-        h = np.nonzero(held)[0]
-        rhs = target[h] - v0[h] - G[np.ix_(h, np.nonzero(sliding)[0])] @ lam_new[sliding]
-        try:
-            lam_new[h] = np.linalg.solve(G[np.ix_(h, h)], rhs)
-        except np.linalg.LinAlgError:
-            return None
-    return lam_new, v0 + G @ lam_new
