@@ -226,18 +226,12 @@ class Simulator:
         if not (np.any(damping) or np.any(friction) or np.any(spring) or constrained
                 or (o.velocity_limits and limits and np.any(np.isfinite(rows.velocity)))):
             return q_free, v_free
-        M = rbd.mass_matrix(model, q_free, data=self.data)
-        W = M.copy()
-        W[np.diag_indices_from(W)] += dt * damping
-        rhs = M @ v_free
+        row_diagonal, row_rhs = np.zeros(len(rows.v)), np.zeros(len(rows.v))
         if np.any(spring):    # implicit one-sided spring-damper beyond the limits
             k, c = o.limit_stiffness * spring, o.limit_damping * spring
-            W[rows.v, rows.v] += dt * c + dt * dt * k
+            row_diagonal = dt * c + dt * dt * k
             penetration = np.where(lower_gap < 0, lower_gap, np.where(upper_gap < 0, -upper_gap, 0.0))
-            rhs[rows.v] -= dt * k * penetration
-        L = np.linalg.cholesky(W)
-        G = np.linalg.solve(L.T, np.linalg.solve(L, np.eye(model.nv)))    # W^-1
-        v_star = G @ rhs
+            row_rhs = dt * k * penetration
         lo = np.full(len(rows.v), -np.inf)
         hi = np.full(len(rows.v), np.inf)
         if constrained:       # end the step within the limits: q+ = q* + theta dt (v+ - v*)
@@ -251,21 +245,12 @@ class Simulator:
         if o.velocity_limits and limits:
             lo = np.maximum(lo, -rows.velocity)
             hi = np.minimum(hi, rows.velocity)
-        active = np.nonzero(np.isfinite(lo) | np.isfinite(hi) | (friction > 0))[0]
-        if len(active) == 0:
-            v_new = v_star
-        else:
-            v_new = v_star + G[:, rows.v[active]] @ _joint_impulses(
-                G[np.ix_(rows.v[active], rows.v[active])], v_star[rows.v[active]],
-                lo[active], hi[active], friction[active] * dt)
+        # v+ = W^-1 (M v* - row_rhs + lambda), W = M + dt D + row_diagonal: pgs.py
+        M = rbd.mass_matrix(model, q_free, data=self.data)
+        v_new = np.empty(model.nv)
+        if not pgs.joint_row_velocities(M, v_free, dt * damping, rows.v, row_diagonal, row_rhs,
+                                        lo, hi, friction * dt, 200, 1e-13, v_new):
+            raise np.linalg.LinAlgError('M + dt D is not positive definite')
         q_new = rbd.integrate(model, q_free, v_new - v_free, theta * dt, data=self.data)
         return q_new, v_new
 
-
-def _joint_impulses(G, v0, lo, hi, friction_impulse, sweeps=200, tolerance=1e-13):
-    """The joint rows' impulses: projected Gauss-Seidel, polished (pgs.py)."""
-    lam = np.empty(len(v0))
-    pgs.joint_impulses(np.ascontiguousarray(G), np.ascontiguousarray(v0, dtype=float),
-                       np.ascontiguousarray(lo, dtype=float), np.ascontiguousarray(hi, dtype=float),
-                       np.ascontiguousarray(friction_impulse, dtype=float), sweeps, tolerance, lam)
-    return lam
