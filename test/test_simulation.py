@@ -218,3 +218,43 @@ def test_the_joint_row_solver_meets_every_rows_conditions():
         assert sweeps < 200, trial
         scale = 1e-9 * (1 + np.max(np.abs(v0)) + np.max(np.abs(lam)))
         _row_conditions_hold(G, v0, lo, hi, fi, lam, scale)
+
+
+def test_the_compiled_joint_update_equals_its_dense_numpy_form():
+    """pgs.joint_row_velocities (Cholesky, only the active rows' columns of W^-1) against the
+    same update written with numpy's inverse: v+ = W^-1 (M v* - r) + W^-1[:, rows] lam, W = M
+    + dt D + the rows' extra diagonal, on random problems (some rows inactive, some spring)."""
+    from rbd_ros.simulation import pgs
+    rng = np.random.default_rng(1)
+    for trial in range(300):
+        nv = int(rng.integers(1, 14))
+        A = rng.normal(size=(nv, nv))
+        M = A @ A.T + rng.uniform(0.01, 5) * np.eye(nv)
+        rows = np.sort(rng.choice(nv, size=int(rng.integers(0, nv + 1)), replace=False))
+        nr = len(rows)
+        v_free, damping_dt = rng.normal(size=nv), rng.uniform(0, 0.01, nv)
+        row_diagonal = np.where(rng.random(nr) < 0.3, rng.uniform(0, 100, nr), 0.0)
+        row_rhs = np.where(row_diagonal > 0, rng.normal(size=nr), 0.0)
+        lo = np.where(rng.random(nr) < 0.5, -np.inf, -rng.uniform(0, 2, nr))
+        hi = np.where(rng.random(nr) < 0.5, np.inf, rng.uniform(0, 2, nr))
+        friction_dt = np.where(rng.random(nr) < 0.5, 0.0, rng.uniform(0, 0.01, nr))
+        v_new = np.empty(nv)
+        assert pgs.joint_row_velocities(M, v_free, damping_dt, rows, row_diagonal, row_rhs,
+                                        lo, hi, friction_dt, 200, 1e-13, v_new)
+        W = M + np.diag(damping_dt)
+        W[rows, rows] += row_diagonal
+        rhs = M @ v_free
+        rhs[rows] -= row_rhs
+        Winv = np.linalg.inv(W)
+        expected = Winv @ rhs
+        keep = np.isfinite(lo) | np.isfinite(hi) | (friction_dt > 0)     # the active rows
+        act = rows[keep]
+        if len(act):
+            lam = np.empty(len(act))
+            pgs.joint_impulses(np.ascontiguousarray(Winv[np.ix_(act, act)]), expected[act],
+                               lo[keep], hi[keep], friction_dt[keep], 200, 1e-13, lam)
+            expected = expected + Winv[:, act] @ lam
+        assert np.allclose(v_new, expected, rtol=1e-9, atol=1e-9 * (1 + np.abs(expected).max())), trial
+    assert not pgs.joint_row_velocities(-np.eye(2), np.zeros(2), np.zeros(2), np.array([0]),
+                                        np.zeros(1), np.zeros(1), np.array([-1.0]),
+                                        np.array([1.0]), np.zeros(1), 200, 1e-13, np.empty(2))
