@@ -30,7 +30,7 @@ def main() -> int:
                       'compiling its kernels in this process instead', file=sys.stderr)
     from rbd_ros.dynamics.warmup import warm_up
     warm_up(verbose=False)
-    from rbd_ros.simulation import pgs      # the simulator's joint-row solver (~4 s cold)
+    from rbd_ros.simulation import pgs      # the simulator's joint update (4-7 s cold)
     pgs.warm_up()
     print(f'rbd_ros.dynamics and simulator kernels ready in {time.perf_counter() - start:.1f} s')
     return 0
