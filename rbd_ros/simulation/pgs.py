@@ -12,7 +12,8 @@ sorted by what the iterate says they do (held at a velocity: 0, lo or hi; or sli
 friction bound), that linear system is solved exactly (``polish``), and the result is kept if
 one more sweep leaves it unchanged.
 
-Plain loops over small arrays, no numpy.linalg (numba's needs scipy): in Python the solve
+Plain loops over small arrays, one Cholesky factorisation for every solve, no numpy.linalg
+(numba's needs scipy): in Python the solve
 was two thirds of a simulator step (0.5 ms per solve on the 7-joint arm). Only the active
 rows' columns of W^-1 are formed (a Cholesky solve each), never the whole inverse.
 """
@@ -42,36 +43,6 @@ def sweep(G, v, lam, lo, hi, friction_impulse):
             lam[i] = new
             change = max(change, abs(delta) * g)
     return change
-
-
-@kernel
-def solve_in_place(A, b):
-    """A x = b by Gaussian elimination with partial pivoting; x overwrites b, A is destroyed.
-    False when a pivot is exactly zero (numpy.linalg.solve's LinAlgError)."""
-    n = b.shape[0]
-    for c in range(n):
-        p = c
-        for r in range(c + 1, n):
-            if abs(A[r, c]) > abs(A[p, c]):
-                p = r
-        if A[p, c] == 0.0:
-            return False
-        if p != c:
-            for k in range(n):
-                A[c, k], A[p, k] = A[p, k], A[c, k]
-            b[c], b[p] = b[p], b[c]
-        for r in range(c + 1, n):
-            m = A[r, c] / A[c, c]
-            if m != 0.0:
-                for k in range(c, n):
-                    A[r, k] -= m * A[c, k]
-                b[r] -= m * b[c]
-    for c in range(n - 1, -1, -1):
-        s = b[c]
-        for k in range(c + 1, n):
-            s -= A[c, k] * b[k]
-        b[c] = s / A[c, c]
-    return True
 
 
 @kernel
@@ -105,8 +76,9 @@ def polish(G, v0, lam, v, lo, hi, friction_impulse, lam_new, v_new):
             rhs[a] = s
             for b in range(nh):
                 A[a, b] = G[i, held[b]]
-        if not solve_in_place(A, rhs):
+        if not cholesky_in_place(A):        # a principal block of an SPD matrix: SPD
             return False
+        cholesky_solve(A, rhs)
         for a in range(nh):
             lam_new[held[a]] = rhs[a]
     for i in range(n):
