@@ -34,6 +34,7 @@ import numpy as np
 
 from benchmarks.isolation import private_domain_id
 from benchmarks.node_bench import rss_mb
+from rbd_ros.ros.joint_states import all_finite
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ARM = ROOT / 'rbd_ros' / 'robots' / 'rbd_arm7.urdf'
@@ -88,7 +89,7 @@ class Campaign:
     # -- plumbing ----------------------------------------------------------------------------
     def _on_gravity(self, m):
         self.gravity_count += 1
-        if not all(math.isfinite(x) for x in m.effort):
+        if not all_finite(m.effort):
             self.nonfinite += 1
         if self.kept is not None:
             self.kept.append(m)
@@ -97,7 +98,7 @@ class Campaign:
 
     def _on_sim_state(self, m):
         self.sim_count += 1
-        if not all(math.isfinite(x) for x in list(m.position) + list(m.velocity)):
+        if not all_finite(m.position, m.velocity):
             self.nonfinite += 1
 
     def _on_diag(self, arr):
@@ -368,7 +369,8 @@ def run(args) -> int:
              f"{len(runs)} / {max((n for _, n in runs), default=0)} / "
              f"{', '.join(f'{k / args.rate:.1f}' for k, _ in runs[:8])}"
              f"{' ...' if len(runs) > 8 else ''}"),
-            ('driver pauses over 20 ms, schedule restarted (whole run) / longest, ms',
+            (f'driver pauses over {1e3 * MAX_LATE:.0f} ms, schedule restarted (whole run) / '
+             'longest, ms',
              f'{c.driver_pauses} / {1e3 * c.driver_max_late:.0f}'),
             ('RSS dynamics_node, MB: start / before soak / end', f"{rss['dynamics']:.1f} / {rss_soak0:.1f} / {rss_end['dynamics']:.1f}"),
             ('RSS sim_node, MB: start / end', f"{rss['sim']:.1f} / {rss_end['sim']:.1f}"),

@@ -31,7 +31,8 @@ from rbd_ros.control import (LAWS, Reference, Trajectory, control_torques,
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected, all_finite, stamp_ns
 from rbd_ros.ros.messages import joint_state, odometry_to_base
 from rbd_ros.ros.node import COMMON_PARAMS, JOINT_STATES_QOS, RbdNode, node_main
-from rbd_ros.ros.params import ParamSpec, finite_vector, non_negative, one_of, unique_names
+from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of,
+                                per_command_joint, unique_names)
 from rbd_ros.ros.qos import COMMAND_QOS, OUTPUT_QOS, joint_states_qos
 from rbd_ros.ros.robot import Robot
 from rbd_ros.ros.wire import JointStateDecoder, SerializedMessage
@@ -155,12 +156,15 @@ class DynamicsNode(RbdNode):
                 return str(exc)
         return None
 
+    def _seconds(self, sec, nanosec) -> float:
+        """A stamp in s; a zero stamp (unstamped joint_states, a trajectory to start on
+        receipt) is now, on this node's clock (sim time with use_sim_time)."""
+        t = sec + 1e-9 * nanosec
+        return self.get_clock().now().nanoseconds * 1e-9 if t == 0.0 else t
+
     def _gains(self, rt: Runtime, name):
         """Per JointState joint (0 for the joints that are not commanded)."""
-        values = np.asarray(self.params[name], dtype=float)
-        out = np.zeros(len(rt.robot.joint_names))
-        out[rt.command_slots] = values if len(values) > 1 else values[0]
-        return out
+        return per_command_joint(self.params[name], rt.command_slots, len(rt.robot.joint_names))
 
     # -- state ---------------------------------------------------------------------------------
     def is_stale(self) -> bool:
@@ -211,9 +215,7 @@ class DynamicsNode(RbdNode):
         robot, m, ref = rt.robot, rt.merger, rt.reference
         if not ref.initialized:
             ref.start_hold(m.position)        # JTC on activation: hold where the robot is
-        t = sec + 1e-9 * nanosec
-        if t == 0.0:                          # an unstamped joint_states: the node's clock
-            t = self.get_clock().now().nanoseconds * 1e-9
+        t = self._seconds(sec, nanosec)
         q_ref, v_ref, a_ref = ref.sample(t)
         v = robot.full_v(m.velocity, base_v)
         stamp = Time(sec=sec, nanosec=nanosec)
@@ -337,9 +339,7 @@ class DynamicsNode(RbdNode):
         m = rt.merger
         if not m.complete:
             raise Rejected('no_state', 'a reference before every joint position is known')
-        start = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        if start == 0.0:
-            start = self.get_clock().now().nanoseconds * 1e-9
+        start = self._seconds(msg.header.stamp.sec, msg.header.stamp.nanosec)
         if not rt.reference.initialized:
             rt.reference.start_hold(m.position)
         trajectory = Trajectory.from_points(start, tfs, pos, vel, acc,

@@ -30,8 +30,8 @@ from std_srvs.srv import SetBool, Trigger
 from rbd_ros.ros.joint_states import Rejected, all_finite
 from rbd_ros.ros.messages import joint_state, time_msg
 from rbd_ros.ros.node import COMMON_PARAMS, RbdNode, node_main
-from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of, positive,
-                                unique_names)
+from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of,
+                                per_command_joint, positive, unique_names)
 from rbd_ros.ros.qos import COMMAND_QOS, OUTPUT_QOS
 from rbd_ros.ros.robot import Robot
 from rbd_ros.simulation import INTEGRATORS, POSITION_LIMITS, SimOptions, Simulator
@@ -193,7 +193,7 @@ class SimNode(RbdNode):
         if not np.array_equal(clamped, qj):
             self.get_logger().warning('initial_positions outside the URDF limits: clamped')
         q0 = robot.full_q(clamped)
-        options = SimOptions(dt=self.dt if hasattr(self, 'dt') else 1.0 / p['rate'],
+        options = SimOptions(dt=self.dt,
                              integrator=p['integrator'], damping=p['damping'],
                              friction=p['friction'], effort_limits=p['effort_limits'],
                              velocity_limits=p['velocity_limits'],
@@ -345,12 +345,8 @@ class SimNode(RbdNode):
         q, v = sim.q[robot.q_index], sim.v[robot.v_index]
         tau = np.zeros(n)
         timeout = self.params['command_timeout']
-        gains = {}
-        for name in ('position_kp', 'position_kd', 'velocity_kp'):
-            values = np.asarray(self.params[name], dtype=float)
-            g = np.zeros(n)
-            g[rt.command_slots] = values if len(values) > 1 else values[0]
-            gains[name] = g
+        gains = {name: per_command_joint(self.params[name], rt.command_slots, n)
+                 for name in ('position_kp', 'position_kd', 'velocity_kp')}
         for cmd in rt.inputs.values():
             if cmd.time is None or self.sim_time - cmd.time > timeout:
                 continue

@@ -78,6 +78,15 @@ def unique_names(value) -> None:
         raise ValueError(f'names a joint twice: {list(value)}')
 
 
+def per_command_joint(values, slots, count: int) -> np.ndarray:
+    """A parameter of one value for all command joints, or one per command joint (``slots``:
+    their places among ``count`` joints), as one value per joint: 0 where not commanded."""
+    values = np.asarray(values, dtype=float)
+    out = np.zeros(count)
+    out[slots] = values if len(values) > 1 else values[0]
+    return out
+
+
 # ---- declaration --------------------------------------------------------------------------------
 def _python(value):
     """A parameter value as plain Python (arrays as lists)."""
@@ -111,23 +120,26 @@ def declare_parameters(node, specs: Mapping[str, ParamSpec]) -> dict[str, Any]:
             if param.type_ == Parameter.Type.NOT_SET:   # no value, or an empty YAML list
                 node.set_parameters([Parameter(name, ptype, _typed_default(spec))])
         except ParameterException as exc:
-            got = _got(exc)
-            hint = ''
-            if spec.type == 'string' and got.startswith(', got bool'):
-                # YAML 1.1, which ROS parses -p with, reads on/off/yes/no as booleans
-                hint = f"; quote a word YAML reads as a boolean: {name}:=\"'off'\""
             raise ParameterError(f'parameter {name}: expected a {spec.type.replace("_", " ")} '
-                                 f'(e.g. {name}:={_EXAMPLES[spec.type]}){got}{hint}') from None
+                                 f'(e.g. {name}:={_EXAMPLES[spec.type]}){_got(exc, name, spec)}'
+                                 ) from None
         value = _python(node.get_parameter(name).value)
         _validate(name, spec, value)
         values[name] = value
     return values
 
 
-def _got(exc):
-    """', got <type> <value>' from rclpy's InvalidParameterTypeException text."""
+def _got(exc, name, spec):
+    """', got <type> <value>' from rclpy's InvalidParameterTypeException text; for a string
+    given a boolean, how to quote it (YAML 1.1, which ROS parses -p with, reads on/off/yes/no
+    as booleans)."""
     match = re.search(r"to '(.*)' of type '(\w+)'", str(exc), re.S)
-    return f', got {match.group(2).lower()} {match.group(1)!r}' if match else ''
+    if not match:
+        return ''
+    got = match.group(2).lower()
+    hint = (f"; quote a word YAML reads as a boolean: {name}:=\"'off'\""
+            if spec.type == 'string' and got == 'bool' else '')
+    return f', got {got} {match.group(1)!r}{hint}'
 
 
 def _validate(name, spec, value):
