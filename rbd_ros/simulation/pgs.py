@@ -7,7 +7,7 @@ as hard as needed) and, within that, its friction impulse (|.| <= friction_impul
 toward 0 (stiction when it can). G is the rows' block of W^-1 (symmetric positive definite).
 
 Gauss-Seidel alone converges slowly when G is ill-conditioned (a light wrist under a heavy
-shoulder: ~100 sweeps for an arm held by stiction), so after sweeps 2, 4, 8, ... the rows are
+shoulder: ~150 sweeps for an arm held by stiction), so after sweeps 1, 2, 4, 8, ... the rows are
 sorted by what the iterate says they do (held at a velocity: 0, lo or hi; or sliding at a
 friction bound), that linear system is solved exactly (``polish``), and the result is kept if
 one more sweep leaves it unchanged.
