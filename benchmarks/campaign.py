@@ -1,6 +1,6 @@
 """A fuzz and soak campaign against the running nodes (separate processes, real DDS, loopback):
 
-    .venv/bin/python -m benchmarks.campaign [--fuzz 100000] [--soak 600] [--smoke]
+    .venv/bin/python -m benchmarks.campaign [--fuzz 200000] [--soak 600] [--smoke]
 
 1. fuzz: joint_states into dynamics_node as raw bytes (random, truncated, bit-flipped) and as
    bad fields (NaN/inf, length mismatches, duplicate and unknown names, stamps going back), at
@@ -34,6 +34,7 @@ import numpy as np
 
 from benchmarks.isolation import private_domain_id
 from benchmarks.node_bench import rss_mb
+from rbd_ros.ros.cdr import ENCAPSULATIONS
 from rbd_ros.ros.joint_states import all_finite
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -43,6 +44,9 @@ BROKEN = '<robot name="broken"><link name="a"/><link name="a"/></robot>'
 
 
 MAX_LATE = 0.02     # s the driver may fall behind its schedule before it restarts it
+RSS_EVERY = 10_000  # fuzzed messages between two RSS readings of dynamics_node
+#: second bytes of the encapsulations fuzzed: XCDR2 and PL_CDR (cdr.py), and two that mean nothing
+FOREIGN_ENCAPSULATIONS = sorted(ENCAPSULATIONS) + [0x40, 0xff]
 
 
 class Campaign:
@@ -98,7 +102,7 @@ class Campaign:
 
     def _on_sim_state(self, m):
         self.sim_count += 1
-        if not all_finite(m.position, m.velocity):
+        if not all_finite(m.position, m.velocity, m.effort):
             self.nonfinite += 1
 
     def _on_diag(self, arr):
@@ -145,16 +149,27 @@ class Campaign:
                 self.executor.spin_once(timeout_sec=max(0.0, min(0.002, due - time.monotonic())))
 
     # -- phases ------------------------------------------------------------------------------
-    def fuzz(self, count, names):
-        """Bad and good joint_states in a mix; returns how many were sent."""
+    def fuzz(self, count, names, pid=None):
+        """Bad and good joint_states in a mix; returns how many were sent. With ``pid``,
+        the RSS of that process is recorded every RSS_EVERY messages (self.rss_trace)."""
         from rclpy.serialization import serialize_message
         rng, n = self.rng, len(names)
         good = bytes(serialize_message(self.msg(names, np.zeros(n), stamp_ns=1)))
         letters = list('abcxyz_0123456789')
         self.t_ns = getattr(self, 't_ns', 10**9)
+        self.rss_trace = []
+
+        def flipped(data):
+            data = bytearray(data)
+            for _ in range(int(rng.integers(1, 6))):
+                i = int(rng.integers(4, len(data)))
+                data[i] ^= 1 << int(rng.integers(0, 8))
+            return data
 
         def one(k):
-            kind = k % 10
+            if pid is not None and k % RSS_EVERY == 0:
+                self.rss_trace.append((k, rss_mb(pid)))
+            kind = k % 20
             self.t_ns += 1_000_000
             if kind == 0:     # random bytes
                 data = rng.integers(0, 256, size=int(rng.integers(1, 300)), dtype=np.uint8)
@@ -162,31 +177,56 @@ class Campaign:
             elif kind == 1:   # a valid message cut short
                 self.js.publish(good[:int(rng.integers(4, len(good)))])
             elif kind == 2:   # bit flips
-                data = bytearray(good)
-                for _ in range(int(rng.integers(1, 6))):
-                    i = int(rng.integers(4, len(data)))
-                    data[i] ^= 1 << int(rng.integers(0, 8))
+                self.js.publish(bytes(flipped(good)))
+            elif kind in (3, 4, 5):   # another encapsulation (XCDR2, PL_CDR, ...) or a random
+                # first byte, over a valid (3) or bit-flipped (4, 5) body: the bytes that
+                # crashed the rmw's deserializer, which the node used to hand them to
+                data = bytearray(good if kind == 3 else flipped(good))
+                if rng.random() < 0.2:
+                    data[0] = int(rng.integers(1, 256))
+                else:
+                    data[0:2] = bytes((0, int(rng.choice(FOREIGN_ENCAPSULATIONS))))
                 self.js.publish(bytes(data))
-            elif kind == 3:   # NaN / inf
+            elif kind == 6:   # a count or length made huge
+                data = bytearray(good)
+                at = 4 * int(rng.integers(3, len(data) // 4))
+                data[at:at + 4] = bytes(rng.choice([b'\xff\xff\xff\xff', b'\xff\xff\xff\x7f',
+                                                    b'\x00\x00\x01\x00']))
+                self.js.publish(bytes(data))
+            elif kind == 7:   # NaN / inf
                 q = rng.normal(size=n)
                 q[int(rng.integers(0, n))] = rng.choice([math.nan, math.inf, -math.inf])
                 self.js.publish(self.msg(names, q, stamp_ns=self.t_ns))
-            elif kind == 4:   # lengths that do not match
+            elif kind == 8:   # lengths that do not match
                 self.js.publish(self.msg(names, rng.normal(size=int(rng.integers(0, 2 * n))),
                                          velocity=rng.normal(size=1), stamp_ns=self.t_ns))
-            elif kind == 5:   # duplicate names
+            elif kind == 9:   # duplicate names
                 dup = list(names) + [names[0]]
                 self.js.publish(self.msg(dup, rng.normal(size=n + 1), stamp_ns=self.t_ns))
-            elif kind == 6:   # hostile unknown names, all different
+            elif kind == 10:  # hostile unknown names, all different
                 bad = [''.join(rng.choice(letters, int(rng.integers(1, 200)))) for _ in range(3)]
                 self.js.publish(self.msg(list(names) + bad, rng.normal(size=n + 3),
                                          stamp_ns=self.t_ns))
-            elif kind == 7:   # stamp going back
+            elif kind == 11:  # stamp going back
                 self.js.publish(self.msg(names, rng.normal(size=n), stamp_ns=self.t_ns - 10**9))
+            elif kind == 12:  # big: a 64 KiB name, a 400 KB frame_id, 10,000 joints
+                big = (k // 20) % 3
+                if big == 0:
+                    m = self.msg(list(names) + ['n' * 65536 + str(k)], rng.normal(size=n + 1),
+                                 stamp_ns=self.t_ns)
+                elif big == 1:
+                    m = self.msg(names, rng.normal(size=n), stamp_ns=self.t_ns)
+                    m.header.frame_id = 'f' * 400_000
+                else:
+                    m = self.msg(list(names) + [f'x{k}_{i}' for i in range(10_000)],
+                                 rng.normal(size=n + 10_000), stamp_ns=self.t_ns)
+                self.js.publish(m)
             else:             # valid
                 self.js.publish(self.msg(names, rng.uniform(-1, 1, n), rng.normal(size=n),
                                          rng.normal(size=n), stamp_ns=self.t_ns))
         self.paced(count, self.args.rate, one)
+        if pid is not None:
+            self.rss_trace.append((count, rss_mb(pid)))
         return count
 
     def reloads(self, seconds, arm_names, tree_names):
@@ -222,10 +262,22 @@ class Campaign:
         return swaps, self.gravity_count - first, mixed
 
     def sim_fuzz(self, count, names):
+        from rclpy.serialization import serialize_message
         rng, n = self.rng, len(names)
+        good_effort = bytes(serialize_message(self.Float64MultiArray(data=[0.0] * n)))
+        good_joint = bytes(serialize_message(self.msg(names, effort=np.zeros(n))))
+
+        def broken(good):
+            data = bytearray(good)
+            if rng.random() < 0.5:
+                data[0:2] = bytes((0, int(rng.choice(FOREIGN_ENCAPSULATIONS))))
+            for _ in range(int(rng.integers(1, 6))):
+                i = int(rng.integers(4, len(data)))
+                data[i] ^= 1 << int(rng.integers(0, 8))
+            return bytes(data[:int(rng.integers(4, len(data) + 1))])
 
         def one(k):
-            kind = k % 5
+            kind = k % 8
             if kind == 0:
                 data = rng.normal(size=int(rng.integers(0, 2 * n))) * 10
                 self.effort.publish(self.Float64MultiArray(data=data.tolist()))
@@ -237,6 +289,12 @@ class Campaign:
                 self.effort.publish(self.Float64MultiArray(data=(rng.choice([-1, 1], n) * 1e7).tolist()))
             elif kind == 3:
                 self.joint_cmd.publish(self.msg(list(names) + ['ghost'], effort=rng.normal(size=n)))
+            elif kind == 4:    # two finite inputs whose sum is not: 1.7e308 + 100 * 1e300
+                self.effort.publish(self.Float64MultiArray(data=[1.7e308] * n))
+                self.joint_cmd.publish(self.msg(names, position=[1e300] * n))
+            elif kind == 5:    # malformed bytes on both command topics
+                self.effort.publish(broken(good_effort))
+                self.joint_cmd.publish(broken(good_joint))
             else:
                 self.joint_cmd.publish(self.msg(names, effort=rng.normal(size=n)))
         self.paced(count, self.args.rate, one)
@@ -259,9 +317,22 @@ def _lost_runs(t0_ns, count, stamps):
     return runs
 
 
+GROWTH_SPAN = 100_000
+
+
+def _fuzz_rss_growth(trace):
+    """RSS growth (MB) from the reading after RSS_EVERY messages to the one GROWTH_SPAN
+    later (the issue's bound: < 5 MB), None when the fuzz was shorter."""
+    at = dict(trace)
+    if RSS_EVERY in at and RSS_EVERY + GROWTH_SPAN in at:
+        return at[RSS_EVERY + GROWTH_SPAN] - at[RSS_EVERY]
+    return None
+
+
 def _script(name):
     path = pathlib.Path(sys.executable).parent / name
-    module = {'dynamics_node': 'rbd_ros.nodes.dynamics', 'sim_node': 'rbd_ros.nodes.sim'}[name]
+    module = {'dynamics_node': 'rbd_ros.nodes.dynamics', 'sim_node': 'rbd_ros.nodes.sim',
+              'frames_node': 'rbd_ros.nodes.frames'}[name]
     return [str(path)] if path.exists() else [sys.executable, '-m', module]
 
 
@@ -285,7 +356,10 @@ def run(args) -> int:
                                            # commands do blow the state up (and it resets)
                                            '-p', 'effort_limits:=false',
                                            '-p', 'velocity_limits:=false',
-                                           '-p', "position_limits:='off'"])):
+                                           '-p', "position_limits:='off'"]),
+            # frames_node reads the same fuzzed joint_states (with the arm from the topic)
+            ('frames', _script('frames_node') + ['--ros-args', '-p', 'joint_states_qos:=reliable',
+                                                 '-p', 'diagnostics_period:=0.5'])):
         logs[name] = open(os.path.join(tmp, f'{name}.log'), 'w')
         procs[name] = subprocess.Popen(cmd, stdout=logs[name], stderr=subprocess.STDOUT)
     import rbd_ros.dynamics as rbd
@@ -302,7 +376,7 @@ def run(args) -> int:
                30, 'dynamics_node to load the arm')
         rss = {k: rss_mb(p.pid) for k, p in procs.items()}
         t0 = time.monotonic()
-        sent_fuzz = c.fuzz(args.fuzz, list(arm.joint_names))
+        sent_fuzz = c.fuzz(args.fuzz, list(arm.joint_names), procs['dynamics'].pid)
         fuzz_s = time.monotonic() - t0
         c.t_ns += 2_000_000_000
         swaps, reload_outputs, mixed = c.reloads(args.reload_seconds, list(arm.joint_names),
@@ -338,6 +412,7 @@ def run(args) -> int:
         rss_end = {k: rss_mb(p.pid) for k, p in procs.items()}
         c.spin_for(1.0)
         d, s = c.diag.get('rbd_dynamics', {}), c.diag.get('rbd_sim', {})
+        f = c.diag.get('rbd_frames', {})
         nonfinite = c.nonfinite
         rejected = {k[len('rejected_'):]: int(v) for k, v in d.items()
                     if k.startswith('rejected_') and k != 'rejected_total'}
@@ -374,13 +449,26 @@ def run(args) -> int:
              f'{c.driver_pauses} / {1e3 * c.driver_max_late:.0f}'),
             ('RSS dynamics_node, MB: start / before soak / end', f"{rss['dynamics']:.1f} / {rss_soak0:.1f} / {rss_end['dynamics']:.1f}"),
             ('RSS sim_node, MB: start / end', f"{rss['sim']:.1f} / {rss_end['sim']:.1f}"),
+            ('RSS frames_node, MB: start / end', f"{rss['frames']:.1f} / {rss_end['frames']:.1f}"),
+            (f'RSS dynamics_node during the fuzz, MB, every {RSS_EVERY:,} messages',
+             ' '.join(f'{mb:.1f}' for _, mb in c.rss_trace)),
+            ('internal errors: frames', f"{f.get('internal_errors', '?')}"),
+            ('rejected: sim_node (malformed / out_of_range) / frames_node (malformed)',
+             f"{s.get('rejected_total', '?')} ({s.get('rejected_malformed', '0')} / "
+             f"{s.get('rejected_out_of_range', '0')}) / {f.get('rejected_malformed', '0')}"),
         ]
+        growth = _fuzz_rss_growth(c.rss_trace)
+        if growth is not None:
+            report.append((f'RSS growth of dynamics_node over the {GROWTH_SPAN:,} fuzzed messages '
+                           f'after the first {RSS_EVERY:,}, MB', f'{growth:.1f}'))
+            if growth >= 5.0:
+                failures.append(f'dynamics_node RSS grew {growth:.1f} MB under fuzz')
         for name, proc in procs.items():
             if proc.poll() is not None:
                 failures.append(f'{name} died (exit {proc.returncode})')
         if nonfinite:
             failures.append(f'{nonfinite} non-finite outputs')
-        if d.get('internal_errors', '0') != '0' or s.get('internal_errors', '0') != '0':
+        if any(x.get('internal_errors', '0') != '0' for x in (d, s, f)):
             failures.append('internal errors counted')
         if mixed:
             failures.append(f'{mixed} outputs mixed two models')
@@ -425,7 +513,7 @@ def run(args) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog='python -m benchmarks.campaign',
                                      description=__doc__.split('\n\n')[0])
-    parser.add_argument('--fuzz', type=int, default=100_000, help='fuzzed joint_states (100000)')
+    parser.add_argument('--fuzz', type=int, default=200_000, help='fuzzed joint_states (200000)')
     parser.add_argument('--soak', type=float, default=600.0, help='soak seconds at 1 kHz (600)')
     parser.add_argument('--sim', type=int, default=5000, help='fuzzed sim commands (5000)')
     parser.add_argument('--reload-seconds', type=float, default=20.0,

@@ -106,13 +106,14 @@ class DynamicsNode(RbdNode):
         self._decoder = JointStateDecoder()
         self.create_subscription(JointState, 'joint_states', self.guard(self.on_joint_states),
                                  joint_states_qos(p['joint_states_qos']), raw=True)
-        self.create_subscription(JointTrajectory, '~/reference', self.guard(self.on_reference),
-                                 COMMAND_QOS)
-        self.create_subscription(JointTrajectory, '~/trajectory_in',
-                                 self.guard(self.on_trajectory_in), COMMAND_QOS)
+        # every other topic as bytes too, walked with bounds checks before deserializing
+        self.subscribe_checked(JointTrajectory, '~/reference', self.on_reference, COMMAND_QOS,
+                               counted=False)
+        self.subscribe_checked(JointTrajectory, '~/trajectory_in', self.on_trajectory_in,
+                               COMMAND_QOS, counted=False)
         if p['floating_base']:
-            self.create_subscription(Odometry, '~/base_state', self.guard(self.on_base_state),
-                                     joint_states_qos(p['joint_states_qos']))
+            self.subscribe_checked(Odometry, '~/base_state', self.on_base_state,
+                                   joint_states_qos(p['joint_states_qos']), counted=False)
         self.pub_gravity = self.create_publisher(JointState, '~/gravity_torques', OUTPUT_QOS)
         self.pub_id = self.create_publisher(JointState, '~/inverse_dynamics', OUTPUT_QOS)
         self.pub_fd = self.create_publisher(JointTrajectory, '~/forward_dynamics', OUTPUT_QOS)

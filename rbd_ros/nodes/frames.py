@@ -15,6 +15,7 @@ import dataclasses
 import time
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
@@ -26,6 +27,7 @@ from rbd_ros.ros.node import COMMON_PARAMS, JOINT_STATES_QOS, RbdNode, node_main
 from rbd_ros.ros.params import ParamSpec, non_negative
 from rbd_ros.ros.qos import LATCHED_QOS, TF_QOS, TF_STATIC_QOS, joint_states_qos
 from rbd_ros.ros.robot import Robot
+from rbd_ros.ros.wire import JointStateDecoder
 
 PARAMS = {
     **COMMON_PARAMS,
@@ -63,8 +65,11 @@ class FramesNode(RbdNode):
         super().__init__(**kwargs)
         p = self.params
         self.pending: PendingTF | None = None
+        # raw: read by a JointStateDecoder with bounds checks, as dynamics_node does (bytes
+        # can crash the rmw's own deserializer: ros/cdr.py)
+        self._decoder = JointStateDecoder()
         self.create_subscription(JointState, 'joint_states', self.guard(self.on_joint_states),
-                                 joint_states_qos(p['joint_states_qos']))
+                                 joint_states_qos(p['joint_states_qos']), raw=True)
         self.pub_tf = self.create_publisher(TFMessage, '/tf', TF_QOS)
         self.pub_static = self.create_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)
         self.pub_description = self.create_publisher(String, 'robot_description', LATCHED_QOS)
@@ -94,22 +99,25 @@ class FramesNode(RbdNode):
             transform_msg(relative_pose(poses[parent], poses[child]), prefix + parent,
                           prefix + child, stamp) for parent, child in joints])
 
-    def on_joint_states(self, msg: JointState) -> None:
+    def on_joint_states(self, data: bytes) -> None:
         self.stats.received += 1
         rt = self.runtime
         if rt is None:
             raise Rejected('no_model', 'joint_states before any robot_description')
-        unknown, _ = rt.merger.update(msg)
+        sec, nanosec, names, position, velocity, effort = self._decoder.decode(data)
+        unknown, _ = rt.merger.update_values(names, position, velocity, effort,
+                                             sec * 1_000_000_000 + nanosec)
         if unknown:
             self.stats.unknown_names(unknown)
         if not rt.merger.complete:
             return
         self.stats.last_input_time = time.monotonic()
         q = rt.robot.full_q(rt.merger.position)
+        stamp = Time(sec=sec, nanosec=nanosec)
         if self.params['publish_frequency'] > 0:
-            self.pending = PendingTF(rt, q, msg.header.stamp)
+            self.pending = PendingTF(rt, q, stamp)
         else:
-            self._publish_tf(rt, q, msg.header.stamp)
+            self._publish_tf(rt, q, stamp)
 
     def publish_pending(self) -> None:
         pending, self.pending = self.pending, None

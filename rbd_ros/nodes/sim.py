@@ -37,10 +37,22 @@ from rbd_ros.ros.robot import Robot
 from rbd_ros.simulation import INTEGRATORS, POSITION_LIMITS, SimOptions, Simulator
 
 
+#: The largest command value (N m, N, rad, m, rad/s, m/s) and gain sim_node takes: a command
+#: beyond it is refused (rejected_out_of_range), so that no sum of inputs, gains and a state
+#: within divergence_bound can overflow to inf (two finite commands of 1.8e308 and 1e300 did).
+COMMAND_BOUND = 1e12
+
+
 def _gains(value) -> None:
-    finite_vector(minimum=0.0)(value)
+    finite_vector(minimum=0.0, maximum=COMMAND_BOUND)(value)
     if not value:
         raise ValueError('must have one value (for every joint) or one per command joint')
+
+
+def _divergence_bound(value) -> None:
+    positive(value)
+    if value > COMMAND_BOUND:
+        raise ValueError(f'must be <= {COMMAND_BOUND:g} (got {value!r})')
 
 
 PARAMS = {
@@ -98,7 +110,8 @@ PARAMS = {
                                           non_negative),
     'divergence_bound': ParamSpec('double', 1e4, 'a joint speed (rad/s or m/s) or position '
                                   'beyond this, or a NaN, is a diverged simulation: the state '
-                                  'is reset to the initial one, time runs on', positive),
+                                  'is reset to the initial one, time runs on (at most 1e12)',
+                                  _divergence_bound),
 }
 
 
@@ -127,6 +140,11 @@ class Runtime:
     inputs: dict                   # name -> CommandInput
 
 
+def _check_bound(values, what, bound=COMMAND_BOUND) -> None:
+    if len(values) and float(np.max(np.abs(values))) > bound:
+        raise Rejected('out_of_range', f'{what}: a value beyond {bound:g}')
+
+
 class SimNode(RbdNode):
     NODE_NAME = 'rbd_sim'
     PARAMS = PARAMS
@@ -147,14 +165,14 @@ class SimNode(RbdNode):
         self.pub_js = self.create_publisher(JointState, 'joint_states', OUTPUT_QOS)
         self.pub_clock = self.create_publisher(Clock, '/clock', OUTPUT_QOS) \
             if p['publish_clock'] else None
-        self.create_subscription(Float64MultiArray, '~/effort_commands',
-                                 self.guard(self.on_effort_commands), COMMAND_QOS)
-        self.create_subscription(JointState, '~/joint_commands',
-                                 self.guard(self.on_joint_commands), COMMAND_QOS)
-        self.create_subscription(WrenchStamped, '~/external_wrench',
-                                 self.guard(self.on_external_wrench), COMMAND_QOS)
-        self.create_subscription(JointState, '~/set_state', self.guard(self.on_set_state),
-                                 COMMAND_QOS)
+        # as bytes, walked with bounds checks before deserializing (cdr.py)
+        self.subscribe_checked(Float64MultiArray, '~/effort_commands', self.on_effort_commands,
+                               COMMAND_QOS)
+        self.subscribe_checked(JointState, '~/joint_commands', self.on_joint_commands,
+                               COMMAND_QOS)
+        self.subscribe_checked(WrenchStamped, '~/external_wrench', self.on_external_wrench,
+                               COMMAND_QOS)
+        self.subscribe_checked(JointState, '~/set_state', self.on_set_state, COMMAND_QOS)
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.create_service(SetBool, '~/pause', self.on_pause)
         self.create_service(Trigger, '~/step', self.on_step)
@@ -217,7 +235,6 @@ class SimNode(RbdNode):
             self.advance(rt)
 
     def on_effort_commands(self, msg: Float64MultiArray) -> None:
-        self.stats.received += 1
         rt = self.runtime
         if rt is None:
             raise Rejected('no_model', 'command before any robot_description')
@@ -227,6 +244,7 @@ class SimNode(RbdNode):
                            f'{len(rt.command_slots)} command_joints')
         if not all_finite(data):
             raise Rejected('non_finite', 'NaN or inf in effort_commands')
+        _check_bound(data, 'effort_commands')
         cmd = CommandInput.empty(len(rt.robot.joint_names))
         cmd.effort[rt.command_slots] = data
         cmd.time = self.sim_time
@@ -236,7 +254,6 @@ class SimNode(RbdNode):
     def on_joint_commands(self, msg: JointState) -> None:
         """By name; each of position, velocity, effort either empty (not commanded) or one
         value per name. Joints not named keep this input's earlier command."""
-        self.stats.received += 1
         rt = self.runtime
         if rt is None:
             raise Rejected('no_model', 'command before any robot_description')
@@ -250,6 +267,8 @@ class SimNode(RbdNode):
             raise Rejected('duplicate_names', 'a joint name appears twice')
         if not all_finite(*fields.values()):
             raise Rejected('non_finite', 'NaN or inf in joint_commands')
+        for field, values in fields.items():
+            _check_bound(values, f'joint_commands {field}')
         old = rt.inputs['joint_commands']
         cmd = CommandInput(old.effort.copy(), old.position.copy(), old.velocity.copy())
         unknown = []
@@ -279,6 +298,7 @@ class SimNode(RbdNode):
         wrench = np.array([f.x, f.y, f.z, t.x, t.y, t.z])
         if not all_finite(wrench):
             raise Rejected('non_finite', 'NaN or inf in external_wrench')
+        _check_bound(wrench, 'external_wrench')
         duration = self.params['external_wrench_duration']
         self.wrench = ({link: wrench}, self.sim_time + duration if duration > 0 else None)
 
@@ -294,6 +314,7 @@ class SimNode(RbdNode):
                            f'{len(vel)} velocities')
         if not all_finite(pos, vel):
             raise Rejected('non_finite', 'NaN or inf in set_state')
+        _check_bound(np.concatenate([pos, vel]), 'set_state', self.params['divergence_bound'])
         q, v = rt.sim.q.copy(), rt.sim.v.copy()
         for k, name in enumerate(msg.name):
             i = rt.robot.slot.get(name)
@@ -450,6 +471,11 @@ class SimNode(RbdNode):
             stamp = time_msg(t)
         else:
             stamp = self.get_clock().now().to_msg()
+        if not all_finite(qj, vj, eff):   # never publish NaN or inf (cannot happen: belt and braces)
+            self.stats.non_finite_outputs += 1
+            self.get_logger().error('non-finite joint_states not published',
+                                    throttle_duration_sec=2.0)
+            return
         names, pos, vel, effort = list(robot.joint_names), list(qj), list(vj), list(eff)
         if robot.mimic_names:   # mimic joints follow their leaders
             names += robot.mimic_names

@@ -21,6 +21,10 @@ from .robot import Robot
 #: and counted. Older by less, it is a message delivered out of order: rejected (time_backwards).
 CLOCK_RESET_NS = 1_000_000_000
 
+#: merge plans are cached for at most this many name lists, each of at most this many names and
+#: characters (a robot's own lists are far smaller; others are planned per message)
+PLAN_CACHE_SIZE, PLAN_CACHE_NAMES, PLAN_CACHE_CHARACTERS = 64, 512, 16384
+
 
 def stamp_ns(stamp: TimeMsg) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
@@ -120,9 +124,11 @@ class JointStateMerger:
             identity=slots == list(range(len(self.position))) and len(names) == len(slots),
             slots=np.array(slots, dtype=int), src=np.array(src, dtype=int),
             unknown=tuple(unknown))
-        if len(self._plans) >= 64:   # bounded: a stream of ever-new name lists costs no memory
-            self._plans.clear()
-        self._plans[names] = plan
+        # bounded: a stream of ever-new or huge name lists (a hostile publisher) costs no memory
+        if len(names) <= PLAN_CACHE_NAMES and sum(map(len, names)) <= PLAN_CACHE_CHARACTERS:
+            if len(self._plans) >= PLAN_CACHE_SIZE:
+                self._plans.clear()
+            self._plans[names] = plan
         return plan
 
     def update(self, msg: JointState) -> tuple[list[str], bool]:

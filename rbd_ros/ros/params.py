@@ -61,7 +61,8 @@ def non_negative(value) -> None:
         raise ValueError(f'must be a finite number >= 0 (got {value!r})')
 
 
-def finite_vector(n: int | None = None, minimum: float | None = None) -> Callable[[Any], None]:
+def finite_vector(n: int | None = None, minimum: float | None = None,
+                  maximum: float | None = None) -> Callable[[Any], None]:
     def check(value):
         arr = np.asarray(list(value), dtype=float)
         if n is not None and arr.shape != (n,):
@@ -70,6 +71,8 @@ def finite_vector(n: int | None = None, minimum: float | None = None) -> Callabl
             raise ValueError('must be finite')
         if minimum is not None and np.any(arr < minimum):
             raise ValueError(f'must be >= {minimum:g} (got {list(arr)})')
+        if maximum is not None and np.any(arr > maximum):
+            raise ValueError(f'must be <= {maximum:g} (got {list(arr)})')
     return check
 
 

@@ -12,8 +12,8 @@ from typing import Any, Sequence
 import numpy as np
 from builtin_interfaces.msg import Time as TimeMsg
 from rclpy.serialization import deserialize_message, serialize_message
-from sensor_msgs.msg import JointState
 
+from .cdr import cdr_length, check_encapsulation
 from .joint_states import Rejected
 
 
@@ -23,10 +23,12 @@ class JointStateDecoder:
     velocity, effort), the arrays float64 views of the bytes.
 
     Plain CDR (XCDR1, either byte order: what rmw implementations send for ROS messages) is read
-    here. A publisher sends the same frame_id, names and array lengths every time, so the bytes
-    that fix the layout are compared with the previous message's and, when equal, the stamp and
-    the arrays are read at the offsets found then. Any other encapsulation goes through rclpy's
-    deserializer. Truncated or malformed bytes raise :class:`Rejected` (``malformed``).
+    here, every offset checked against the length. A publisher sends the same frame_id, names
+    and array lengths every time, so the bytes that fix the layout are compared with the
+    previous message's and, when equal, the stamp and the arrays are read at the offsets found
+    then. Any other encapsulation, and truncated or malformed bytes, raise :class:`Rejected`
+    (``malformed``): nothing is handed to the rmw's deserializer, which bytes can crash
+    (cdr.py).
     """
 
     def __init__(self):
@@ -39,14 +41,6 @@ class JointStateDecoder:
                 data[lay.velocity_count:lay.velocity_count + 4] != lay.velocity_count_bytes or \
                 data[lay.effort_count:lay.effort_count + 4] != lay.effort_count_bytes:
             lay = self._layout = self._parse(data)
-            if lay is None:   # not plain CDR: rclpy's deserializer, which refuses garbage
-                try:
-                    msg = deserialize_message(data, JointState)
-                except Exception as exc:   # noqa: BLE001 - rclpy raises its own error types
-                    raise Rejected('malformed', f'JointState bytes: {exc}') from None
-                st = msg.header.stamp
-                return (st.sec, st.nanosec, tuple(msg.name), msg.position, msg.velocity,
-                        msg.effort)
         sec, nanosec = lay.stamp.unpack_from(data, 4)
         (p, np_), (v, nv), (e, ne) = lay.arrays
         dt = lay.dtype
@@ -56,10 +50,8 @@ class JointStateDecoder:
                 np.frombuffer(data, dt, ne, e) if ne else _NO_VALUES)
 
     @staticmethod
-    def _parse(data: bytes) -> '_JointStateLayout | None':
-        if len(data) < 4 or data[0] != 0 or data[1] not in (0, 1):
-            return None
-        e = '<' if data[1] == 1 else '>'
+    def _parse(data: bytes) -> '_JointStateLayout':
+        e = check_encapsulation(data)
         u32 = struct.Struct(e + 'I')
 
         pads = []   # alignment gaps: their bytes are undefined
@@ -69,15 +61,16 @@ class JointStateDecoder:
             pads.append((off, new))
             return new
 
-        def string(off):
+        def string(off, decode=True):
             length, = u32.unpack_from(data, off)
-            raw = data[off + 4:off + 4 + length]
-            if len(raw) != length:
+            if length > len(data) - off - 4:
                 raise struct.error('string past the end')
-            return raw.rstrip(b'\0').decode('utf-8'), off + 4 + length
+            if not decode:     # (a frame_id: not needed, however long)
+                return None, off + 4 + length
+            return data[off + 4:off + 4 + length].rstrip(b'\0').decode('utf-8'), off + 4 + length
 
         try:
-            _, off = string(12)                      # header.stamp (8 bytes), header.frame_id
+            _, off = string(12, False)               # header.stamp (8 bytes), header.frame_id
             off = align(off, 4)
             count, = u32.unpack_from(data, off)
             off += 4
@@ -195,52 +188,3 @@ class SerializedMessage:
                 raise ValueError(f'expected {self.length} values, got {len(data) // 8}')
             buf[where] = data
         return bytes(buf)
-
-
-# ---- CDR length of a message ------------------------------------------------------------------
-_PRIMITIVE = {'boolean': 1, 'octet': 1, 'char': 1, 'uint8': 1, 'int8': 1, 'byte': 1,
-              'int16': 2, 'uint16': 2, 'int32': 4, 'uint32': 4, 'float': 4, 'wchar': 2,
-              'int64': 8, 'uint64': 8, 'double': 8}
-
-
-def cdr_length(msg) -> int:
-    """Bytes of ``msg`` in plain CDR (XCDR1, what rmw implementations send for ROS messages),
-    the 4-byte encapsulation header included: computed from the message's field types, with
-    CDR alignment (relative to the end of the header)."""
-    return 4 + _cdr_end(msg, 0)
-
-
-def _align(offset, size):
-    return offset + (-offset) % size
-
-
-def _cdr_end(msg, offset):
-    for name, kind in type(msg).get_fields_and_field_types().items():
-        offset = _cdr_value(kind, getattr(msg, name), offset)
-    return offset
-
-
-def _cdr_value(kind, value, offset):
-    if kind.startswith('sequence<'):
-        inner = kind[len('sequence<'):-1].split(',')[0].strip()
-        offset = _align(offset, 4) + 4
-        return _cdr_items(inner, value, offset)
-    if kind.endswith(']'):                          # fixed array: T[N], no count
-        return _cdr_items(kind[:kind.index('[')], value, offset)
-    if kind in _PRIMITIVE:
-        size = _PRIMITIVE[kind]
-        return _align(offset, size) + size
-    if kind.startswith('string') or kind.startswith('wstring'):
-        wide = kind.startswith('wstring')
-        data = value.encode('utf-16-le' if wide else 'utf-8')
-        return _align(offset, 4) + 4 + len(data) + (0 if wide else 1)
-    return _cdr_end(value, offset)                  # a nested message
-
-
-def _cdr_items(kind, values, offset):
-    if kind in _PRIMITIVE:
-        size = _PRIMITIVE[kind]
-        return _align(offset, size) + size * len(values) if len(values) else offset
-    for value in values:
-        offset = _cdr_value(kind, value, offset)
-    return offset
