@@ -1,5 +1,5 @@
 """``warmup``: fill numba's cache for every rbd_ros.dynamics kernel, one compile group per core,
-and for the simulator's joint-row solver.
+and for the simulator's step.
 
 Run once after installing (scripts/setup.sh does; on a ROS install ``ros2 run rbd_ros warmup``
 after ``colcon build``) so that no process compiles on its first message. Each group of
@@ -30,8 +30,8 @@ def main() -> int:
                       'compiling its kernels in this process instead', file=sys.stderr)
     from rbd_ros.dynamics.warmup import warm_up
     warm_up(verbose=False)
-    from rbd_ros.simulation import pgs      # the simulator's joint update (4-7 s cold)
-    pgs.warm_up()
+    from rbd_ros.simulation.step import warm_up as warm_up_step   # the simulator's step
+    warm_up_step()
     print(f'rbd_ros.dynamics and simulator kernels ready in {time.perf_counter() - start:.1f} s')
     return 0
 

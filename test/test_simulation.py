@@ -93,13 +93,13 @@ def test_a_huge_damping_is_stable():
 def test_commands_saturate_at_the_effort_limit():
     model = one_joint(effort=2.0)
     sim = Simulator(model, options=SimOptions())
-    assert sim.saturate(np.array([5.0]))[0] == 2.0 and sim.saturate(np.array([-5.0]))[0] == -2.0
     for _ in range(100):
         assert sim.step(np.array([5.0]))
     assert sim.applied[0] == 2.0
     assert sim.v[0] == pytest.approx(0.1 * 2.0 / 0.5, rel=1e-6)
+    assert sim.step(np.array([-5.0])) and sim.applied[0] == -2.0
     free = Simulator(model, options=SimOptions(effort_limits=False))
-    assert free.saturate(np.array([5.0]))[0] == 5.0
+    assert free.step(np.array([5.0])) and free.applied[0] == 5.0
 
 
 def test_a_drive_holds_its_joint_at_the_velocity_limit():
@@ -128,7 +128,7 @@ TWO_PENDULUMS = '''<robot name="two"><link name="base"/>
 @pytest.mark.parametrize('mode', ['constraint', 'spring'])
 def test_a_pendulum_swung_into_a_limit_never_gains_energy_and_leaves_others_alone(mode):
     model = rbd.Model.from_urdf(TWO_PENDULUMS)
-    q0 = [1.2 * 0 + 0.29, -1.0]           # a at its limit's edge, swinging into it
+    q0 = [0.29, -1.0]                     # a at its limit's edge, swinging into it
     opts = dict(damping=False, friction=False, effort_limits=False, velocity_limits=False)
     limited = Simulator(model, q0=q0, v0=[3.0, 0.5], options=SimOptions(position_limits=mode, **opts))
     free = Simulator(model, q0=q0, v0=[3.0, 0.5], options=SimOptions(position_limits='off', **opts))
@@ -196,69 +196,92 @@ def _row_conditions_hold(G, v0, lo, hi, fi, lam, tol):
             assert abs(lam[i]) <= fi[i] + tol, (i, lam[i], fi[i])
 
 
+def _random_spd(rng, n, spread=False):
+    A = rng.normal(size=(n, n))
+    W = A @ A.T + rng.uniform(0.01, 10) * np.eye(n)
+    if spread:
+        W[np.diag_indices(n)] *= np.logspace(0, 4, n)
+    return np.linalg.inv(W)
+
+
+def solve_rows(G, v0, kind, lo, hi, fric, a=None, b=None, partner=None, sweeps=200):
+    from rbd_ros.simulation import pgs
+    n = len(v0)
+    a = np.zeros(n) if a is None else a
+    b = np.zeros(n) if b is None else b
+    partner = np.zeros(n, dtype=np.int64) if partner is None else partner
+    lam = np.zeros(n)
+    taken = pgs.row_impulses(np.ascontiguousarray(G), v0, np.asarray(kind, dtype=np.int64), lo,
+                             hi, fric, a, b, partner, sweeps, 1e-13, lam)
+    return lam, taken
+
+
 def test_the_joint_row_solver_meets_every_rows_conditions():
-    """The compiled projected Gauss-Seidel (simulation/pgs.py) on random problems, up to 11
-    rows, one in three ill-conditioned (diagonal spread 1e4): every row ends within its
+    """The compiled projected Gauss-Seidel (simulation/pgs.py) on random joint-row problems, up
+    to 11 rows, one in three ill-conditioned (diagonal spread 1e4): every row ends within its
     bounds, with friction opposing motion at its level, stiction within it, and limit
     impulses that only push back."""
-    from rbd_ros.simulation import pgs
+    from rbd_ros.simulation.pgs import JOINT
     rng = np.random.default_rng(0)
     for trial in range(600):
         n = int(rng.integers(1, 12))
-        A = rng.normal(size=(n, n))
-        W = A @ A.T + rng.uniform(0.01, 10) * np.eye(n)
-        if trial % 3 == 0:
-            W[np.diag_indices(n)] *= np.logspace(0, 4, n)
-        G = np.linalg.inv(W)
+        G = _random_spd(rng, n, trial % 3 == 0)
         v0 = rng.normal(size=n) * rng.uniform(0.01, 10)
         lo = np.where(rng.random(n) < 0.5, -np.inf, -rng.uniform(0, 2, n))
         hi = np.where(rng.random(n) < 0.5, np.inf, rng.uniform(0, 2, n))
         fi = np.where(rng.random(n) < 0.3, 0.0, rng.uniform(0, 3, n))
-        lam = np.empty(n)
-        sweeps = pgs.joint_impulses(G, v0, lo, hi, fi, 200, 1e-13, lam)
-        assert sweeps < 200, trial
+        lam, sweeps = solve_rows(G, v0, [JOINT] * n, lo, hi, fi)
+        assert sweeps <= 200, trial
         scale = 1e-9 * (1 + np.max(np.abs(v0)) + np.max(np.abs(lam)))
         _row_conditions_hold(G, v0, lo, hi, fi, lam, scale)
 
 
-def test_the_compiled_joint_update_equals_its_dense_numpy_form():
-    """pgs.joint_row_velocities (Cholesky, only the active rows' columns of W^-1) against the
-    same update written with numpy's inverse: v+ = W^-1 (M v* - r) + W^-1[:, rows] lam, W = M
-    + dt D + the rows' extra diagonal, on random problems (some rows inactive, some spring)."""
-    from rbd_ros.simulation import pgs
-    rng = np.random.default_rng(1)
-    for trial in range(300):
-        nv = int(rng.integers(1, 14))
-        A = rng.normal(size=(nv, nv))
-        M = A @ A.T + rng.uniform(0.01, 5) * np.eye(nv)
-        rows = np.sort(rng.choice(nv, size=int(rng.integers(0, nv + 1)), replace=False))
-        nr = len(rows)
-        v_free, damping_dt = rng.normal(size=nv), rng.uniform(0, 0.01, nv)
-        row_diagonal = np.where(rng.random(nr) < 0.3, rng.uniform(0, 100, nr), 0.0)
-        row_rhs = np.where(row_diagonal > 0, rng.normal(size=nr), 0.0)
-        lo = np.where(rng.random(nr) < 0.5, -np.inf, -rng.uniform(0, 2, nr))
-        hi = np.where(rng.random(nr) < 0.5, np.inf, rng.uniform(0, 2, nr))
-        friction_dt = np.where(rng.random(nr) < 0.5, 0.0, rng.uniform(0, 0.01, nr))
-        v_new = np.empty(nv)
-        assert pgs.joint_row_velocities(M, v_free, damping_dt, rows, row_diagonal, row_rhs,
-                                        lo, hi, friction_dt, 200, 1e-13, v_new)
-        W = M + np.diag(damping_dt)
-        W[rows, rows] += row_diagonal
-        rhs = M @ v_free
-        rhs[rows] -= row_rhs
-        Winv = np.linalg.inv(W)
-        expected = Winv @ rhs
-        keep = np.isfinite(lo) | np.isfinite(hi) | (friction_dt > 0)     # the active rows
-        act = rows[keep]
-        if len(act):
-            lam = np.empty(len(act))
-            pgs.joint_impulses(np.ascontiguousarray(Winv[np.ix_(act, act)]), expected[act],
-                               lo[keep], hi[keep], friction_dt[keep], 200, 1e-13, lam)
-            expected = expected + Winv[:, act] @ lam
-        assert np.allclose(v_new, expected, rtol=1e-9, atol=1e-9 * (1 + np.abs(expected).max())), trial
-    assert not pgs.joint_row_velocities(-np.eye(2), np.zeros(2), np.zeros(2), np.array([0]),
-                                        np.zeros(1), np.zeros(1), np.array([-1.0]),
-                                        np.array([1.0]), np.zeros(1), 200, 1e-13, np.empty(2))
+def test_soft_and_friction_cone_rows_meet_their_conditions():
+    """Random problems of soft rows (a spring-damper's impulse b - a v, within [lo, hi]: a
+    drive, a contact's normal) and contacts (a normal row and a tangent pair in the cone
+    |lam_t| <= mu lam_n): a soft row's impulse is b - a v unless that leaves its bounds, then
+    the bound; a contact sticks (tangential velocity 0) inside the cone, else slides on its
+    rim against its tangential velocity."""
+    from rbd_ros.simulation.pgs import SOFT, TANGENT
+    rng = np.random.default_rng(3)
+    for trial in range(400):
+        contacts = int(rng.integers(1, 4))
+        drives = int(rng.integers(0, 3))
+        n = 3 * contacts + drives
+        G = _random_spd(rng, n, trial % 4 == 0)
+        v0 = rng.normal(size=n)
+        kind = np.zeros(n, dtype=np.int64)
+        lo, hi = np.full(n, -np.inf), np.full(n, np.inf)
+        fric, a, b = np.zeros(n), np.zeros(n), np.zeros(n)
+        partner = np.zeros(n, dtype=np.int64)
+        for c in range(contacts):
+            r = 3 * c
+            kind[r], lo[r], a[r], b[r] = SOFT, 0.0, rng.uniform(0.1, 10), rng.uniform(-1, 2)
+            kind[r + 1:r + 3], fric[r + 1:r + 3], partner[r + 1:r + 3] = TANGENT, \
+                rng.uniform(0.2, 1.5), r
+        for d in range(3 * contacts, n):
+            kind[d], a[d], b[d] = SOFT, rng.uniform(0.01, 5), rng.normal()
+            lo[d], hi[d] = -rng.uniform(0, 2), rng.uniform(0, 2)
+        lam, sweeps = solve_rows(G, v0, kind, lo, hi, fric, a, b, partner, sweeps=2000)
+        v = v0 + G @ lam
+        tol = 1e-7 * (1 + np.abs(lam).max() + np.abs(v0).max())
+        for i in range(n):
+            if kind[i] == SOFT:
+                want = b[i] - a[i] * v[i]
+                assert lo[i] - tol <= lam[i] <= hi[i] + tol, (trial, i)
+                if lo[i] + tol < lam[i] < hi[i] - tol:
+                    assert abs(lam[i] - want) < tol * (1 + a[i]), (trial, i, lam[i], want)
+                else:       # at a bound: the spring would have pushed past it
+                    at_lo = abs(lam[i] - lo[i]) <= tol
+                    assert (want <= lam[i] + tol) if at_lo else (want >= lam[i] - tol), (trial, i)
+        for c in range(contacts):
+            r = 3 * c
+            lam_t, v_t = lam[r + 1:r + 3], v[r + 1:r + 3]
+            radius = fric[r + 1] * lam[r]
+            assert np.linalg.norm(lam_t) <= radius + tol, trial
+            if np.linalg.norm(v_t) > 1e-6 and radius > tol:   # sliding: on the rim, against v_t
+                assert np.linalg.norm(lam_t) == pytest.approx(radius, abs=tol), trial
+                assert lam_t @ v_t < 0, trial
 
 
 def test_an_arm_held_by_stiction_is_solved_in_one_sweep():
@@ -266,25 +289,45 @@ def test_an_arm_held_by_stiction_is_solved_in_one_sweep():
     needs over 100 sweeps (a light wrist under a heavy shoulder); with the exact solve of the
     rows' roles (pgs.polish) the solver returns after its first sweep. Counted, not timed:
     sim_node once took 80 ms per 10 ms period here."""
+    from reference_sim import joint_rows
     from rbd_ros.simulation import pgs
-    from rbd_ros.simulation.simulator import joint_rows
     arm = os.path.join(os.path.dirname(__file__), '..', 'rbd_ros', 'robots', 'rbd_arm7.urdf')
     model = rbd.Model.from_urdf(arm)
     sim = Simulator(model)
     for _ in range(50):
         assert sim.step(np.zeros(model.nv))
+    assert sim.solver_stats['max_sweeps'] == 1 and sim.solver_stats['unconverged_solves'] == 0
     dt, rows = sim.options.dt, joint_rows(model)
-    q_free, v_free = sim._free_step(sim.q, sim.v, np.zeros(model.nv), None)
-    M = rbd.mass_matrix(model, q_free)
+    M = rbd.mass_matrix(model, sim.q)
+    v_free = sim.v + dt * rbd.forward_dynamics(model, sim.q, sim.v, np.zeros(model.nv))
     Winv = np.linalg.inv(M + np.diag(dt * model.damping))
     G = np.ascontiguousarray(Winv[np.ix_(rows.v, rows.v)])
     v0 = (Winv @ (M @ v_free))[rows.v]
     free = np.full(len(rows.v), np.inf)
     friction = rows.friction * dt
-    lam = np.empty(len(rows.v))
-    assert pgs.joint_impulses(G, v0, -free, free, friction, 200, 1e-13, lam) == 1
+    lam, sweeps = solve_rows(G, v0, [pgs.JOINT] * len(v0), -free, free, friction)
+    assert sweeps == 1
     assert np.max(np.abs(v0 + G @ lam)) < 1e-12            # held: every joint stopped
     v, lam_gs = v0.copy(), np.zeros(len(rows.v))
+    kind, zeros = np.zeros(len(v0), dtype=np.int64), np.zeros(len(v0))
     plain = next(k for k in range(1, 1000)
-                 if pgs.sweep(G, v, lam_gs, -free, free, friction) < 1e-13 * (1 + np.abs(v0).max()))
+                 if pgs.sweep(G, v, lam_gs, kind, -free, free, friction, zeros, zeros,
+                              kind) < 1e-13 * (1 + np.abs(v0).max()))
     assert plain > 100
+
+
+def test_the_solver_says_when_it_runs_out_of_sweeps():
+    """A problem that needs more sweeps than allowed: row_impulses returns sweeps + 1 (the step
+    counts it in ``solver_stats['unconverged_solves']``, and sim_node in /diagnostics)."""
+    from rbd_ros.simulation.pgs import JOINT
+    rng = np.random.default_rng(5)
+    results = []
+    for _ in range(50):
+        G = _random_spd(rng, 10, spread=True)
+        v0 = rng.normal(size=10)
+        lo, hi = -rng.uniform(0, 0.5, 10), rng.uniform(0, 0.5, 10)
+        fi = rng.uniform(0, 0.5, 10)
+        results.append((solve_rows(G, v0, [JOINT] * 10, lo, hi, fi, sweeps=3)[1],
+                        solve_rows(G, v0, [JOINT] * 10, lo, hi, fi, sweeps=500)[1]))
+    assert any(short == 4 for short, _ in results)      # some ran out after 3 sweeps ...
+    assert all(full <= 500 for _, full in results)      # ... and none with enough of them

@@ -20,6 +20,67 @@ except ImportError:  # pragma: no cover - exercised by the no-JIT test in a subp
 
 JIT_ENABLED = _numba is not None and os.environ.get('NUMBA_DISABLE_JIT', '') in ('', '0')
 
+#: the packages whose kernels are cached: a kernel calls helpers of other files, but numba keys
+#: its cache on the kernel's own file only
+KERNEL_PACKAGES = ('dynamics', 'simulation')
+
+
+def _kernel_sources():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return [os.path.join(root, package, name) for package in KERNEL_PACKAGES
+            for name in sorted(os.listdir(os.path.join(root, package))) if name.endswith('.py')]
+
+
+def drop_stale_caches():
+    """Delete numba's cached kernels of rbd_ros when any kernel source changed since they were
+    written. numba checks a cached kernel against its own file only: after an upgrade that
+    changes a helper in another file (a joint model, the row solver) it would load the old
+    machine code. A stamp of every kernel source sits beside each cache directory; a mismatch
+    removes that directory's rbd_ros index and data files, and they are compiled again.
+    Best effort: any failure leaves the caches as they are."""
+    if _numba is None:
+        return
+    try:
+        from numba.core import caching
+        impl = getattr(caching, 'CacheImpl', None) or getattr(caching, '_CacheImpl')
+        sources = _kernel_sources()
+        digest = hashlib.sha1()
+        for path in sources:
+            with open(path, 'rb') as handle:
+                digest.update(path.encode() + b'\0' + handle.read())
+        stamp = digest.hexdigest()
+        seen = set()
+        for source in sources:
+            for locator_class in impl._locator_classes:
+                locator = locator_class.from_function(drop_stale_caches, source)
+                if locator is not None:
+                    break
+            else:
+                continue
+            cache = locator.get_cache_path()
+            if cache in seen or not os.path.isdir(cache):
+                seen.add(cache)
+                continue
+            seen.add(cache)
+            stamp_file = os.path.join(cache, 'rbd_ros_sources.stamp')
+            try:
+                with open(stamp_file) as handle:
+                    if handle.read().strip() == stamp:
+                        continue
+            except OSError:
+                pass
+            modules = {os.path.splitext(os.path.basename(p))[0] for p in sources}
+            for name in os.listdir(cache):
+                if name.endswith(('.nbi', '.nbc')) and name.split('.')[0] in modules:
+                    try:
+                        os.remove(os.path.join(cache, name))
+                    except OSError:
+                        pass
+            with open(stamp_file, 'w') as handle:
+                handle.write(stamp + '\n')
+    except Exception:   # noqa: BLE001 - a cache we cannot check is left to numba
+        return
+
 
 # The warm-up's worker processes set RBD_ROS_DEFER_COMPILE=1: signature kernels are then
 # compiled only on request (warmup.compile_group), so that the cores fill the cache in parallel.
@@ -227,3 +288,7 @@ def first_failure(statuses):
         if status != 0:
             return status
     return 0
+
+
+with compile_lock():     # before any kernel is compiled or loaded
+    drop_stale_caches()

@@ -262,6 +262,13 @@ class Model:
         return cls(read_urdf(path_or_xml), floating_base=floating_base, gravity=gravity,
                    armature=armature, strict=strict, repair_inertia=repair_inertia)
 
+    @property
+    def link_collisions(self):
+        """{link name: its URDF <collision> shapes (urdf.GeometryRecord: kind, size, origin in
+        the link frame)}, for the links that have any: what a simulator makes contacts of."""
+        return {name: tuple(link.collisions) for name, link in self._robot.links.items()
+                if link.collisions}
+
     def with_armature(self, armature):
         """The same robot with another armature (see :meth:`from_urdf`)."""
         return type(self)(self._robot, floating_base=self.floating_base, gravity=self.gravity,

@@ -8,33 +8,48 @@ and the applied, saturated effort) and, with ``publish_clock``, ``/clock``; it i
 ``command_joints`` order) and ``~/joint_commands`` (sensor_msgs/JointState by name, any of
 position, velocity, effort filled, as topic_based_ros2_control and Isaac Sim send them:
 effort is applied as it is, position and velocity through ``position_kp``/``position_kd`` and
-``velocity_kp``). ``~/external_wrench`` (geometry_msgs/WrenchStamped) pushes a link.
+``velocity_kp``, at every physics step inside the drive, implicitly). ``~/external_wrench``
+(geometry_msgs/WrenchStamped) pushes a link.
+With ``floating_base: true`` the robot's root link moves freely, on a ground plane (contacts
+from the URDF's collision shapes and ``contact_points``): it publishes ``~/base_state``
+(nav_msgs/Odometry, with each joint_states' stamp), the ``world_frame`` -> root link transform
+on /tf, ``~/contact_wrenches`` (geometry_msgs/WrenchStamped, one per link touching the ground)
+and ``~/contact_markers`` (visualization_msgs/MarkerArray, arrows for RViz).
 Time: ``real_time_factor`` (1 real time, 0 as fast as possible) or ``lockstep`` (one publish
 period per command received after each joint_states). Services: ``~/pause`` (SetBool),
 ``~/step`` (Trigger: ``step_count`` periods while paused), ``~/reset`` (Trigger: the initial
-state); topic ``~/set_state`` (JointState) sets a given state. Everything: docs/ros.md.
+state); topics ``~/set_state`` (JointState) and ``~/set_base_state`` (Odometry) set a given
+state. Everything: docs/ros.md.
 """
 from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 import time
 
 import numpy as np
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import Point, WrenchStamped
+from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
+from tf2_msgs.msg import TFMessage
+from visualization_msgs.msg import Marker, MarkerArray
+
+import rbd_ros.dynamics as rbd
+from rbd_ros.dynamics.rotations import quaternion_to_matrix
 
 from rbd_ros.ros.joint_states import Rejected, all_finite
-from rbd_ros.ros.messages import joint_state, time_msg
+from rbd_ros.ros.messages import joint_state, odometry_to_base, time_msg, transform_msg
 from rbd_ros.ros.node import COMMON_PARAMS, RbdNode, node_main
 from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of,
                                 per_command_joint, positive, unique_names)
-from rbd_ros.ros.qos import COMMAND_QOS, OUTPUT_QOS
+from rbd_ros.ros.qos import COMMAND_QOS, OUTPUT_QOS, TF_QOS
 from rbd_ros.ros.robot import Robot
 from rbd_ros.simulation import INTEGRATORS, POSITION_LIMITS, SimOptions, Simulator
+from rbd_ros.simulation.contact import ContactPoint, ground_frame
 
 
 #: The largest command value (N m, N, rad, m, rad/s, m/s) and gain sim_node takes: a command
@@ -47,6 +62,31 @@ def _gains(value) -> None:
     finite_vector(minimum=0.0, maximum=COMMAND_BOUND)(value)
     if not value:
         raise ValueError('must have one value (for every joint) or one per command joint')
+
+
+def _finite_number(value) -> None:
+    if not math.isfinite(value):
+        raise ValueError(f'must be finite (got {value!r})')
+
+
+def _ground_normal(value) -> None:
+    ground_frame(value)
+
+
+def _base_pose(value) -> None:
+    if not len(value):
+        return
+    finite_vector(7)(value)
+    norm = math.sqrt(sum(x * x for x in value[3:]))
+    if abs(norm - 1.0) > 1e-3:
+        raise ValueError(f'the quaternion [qx, qy, qz, qw] = {list(value[3:])} has norm '
+                         f'{norm:.6g}: not a rotation (a unit quaternion; one off by rounding '
+                         'is normalised)')
+
+
+def _contact_points(value) -> None:
+    for text in value:
+        ContactPoint.parse(text)
 
 
 def _divergence_bound(value) -> None:
@@ -112,6 +152,37 @@ PARAMS = {
                                   'beyond this, or a NaN, is a diverged simulation: the state '
                                   'is reset to the initial one, time runs on (at most 1e12)',
                                   _divergence_bound),
+    # the floating base and the ground
+    'floating_base': ParamSpec('bool', False, 'the root link moves freely (q[:7] pose, v[:6] '
+                               'twist), on the ground; publishes ~/base_state and world -> root '
+                               'on /tf'),
+    'initial_base_pose': ParamSpec('double_array', [], 'start (and reset) pose of the root '
+                                   'link, [x, y, z, qx, qy, qz, qw] in world_frame; empty: at '
+                                   'the origin, raised so that its lowest contact point touches '
+                                   'the ground', _base_pose),
+    'initial_base_velocity': ParamSpec('double_array', [], 'start (and reset) twist of the root '
+                                       'link, [vx, vy, vz, wx, wy, wz] in its own frame (as '
+                                       "Odometry's twist); empty: at rest",
+                                       lambda v: finite_vector(6)(v) if len(v) else None),
+    'world_frame': ParamSpec('string', 'world', 'frame of ~/base_state\'s pose and the parent '
+                             'of the root link on /tf'),
+    'ground': ParamSpec('bool', True, 'with floating_base: a ground plane the robot stands on '
+                        '(a fixed-base robot has none: its base is the world)'),
+    'ground_height': ParamSpec('double', 0.0, 'the ground is the plane ground_normal . x = '
+                               'ground_height (m, world frame)', _finite_number),
+    'ground_normal': ParamSpec('double_array', [0.0, 0.0, 1.0], 'the ground\'s normal (world '
+                               'frame; normalised): tilt it for a slope', _ground_normal),
+    'friction_coefficient': ParamSpec('double', 1.0, 'Coulomb friction coefficient mu at every '
+                                      'contact (a friction cone; stiction included)',
+                                      non_negative),
+    'contact_stiffness': ParamSpec('double', 1e5, 'N/m per contact point (0.1 mm under 10 N)',
+                                   non_negative),
+    'contact_damping': ParamSpec('double', 1e3, 'N s/m per contact point', non_negative),
+    'collision_contacts': ParamSpec('bool', True, 'the URDF <collision> spheres, boxes, '
+                                    'cylinders and capsules touch the ground (meshes do not)'),
+    'contact_points': ParamSpec('string_array', [], 'more contact points: "link x y z radius" '
+                                '(link frame, m), e.g. a foot of a robot whose collision '
+                                'shapes are meshes', _contact_points),
 }
 
 
@@ -136,7 +207,8 @@ class Runtime:
     sim: Simulator                 # the state (q, v, t) and the step
     command_names: tuple[str, ...]
     command_slots: np.ndarray      # slots (in robot.joint_names) of command_joints
-    q0: np.ndarray                 # initial configuration (nq)
+    q0: np.ndarray                 # initial configuration (nq; the base's pose first)
+    v0: np.ndarray                 # initial velocity (nv; zero but for the base's twist)
     inputs: dict                   # name -> CommandInput
 
 
@@ -173,6 +245,15 @@ class SimNode(RbdNode):
         self.subscribe_checked(WrenchStamped, '~/external_wrench', self.on_external_wrench,
                                COMMAND_QOS)
         self.subscribe_checked(JointState, '~/set_state', self.on_set_state, COMMAND_QOS)
+        if p['floating_base']:
+            self.subscribe_checked(Odometry, '~/set_base_state', self.on_set_base_state,
+                                   COMMAND_QOS)
+            self.pub_base = self.create_publisher(Odometry, '~/base_state', OUTPUT_QOS)
+            self.pub_tf = self.create_publisher(TFMessage, '/tf', TF_QOS)
+            self.pub_contacts = self.create_publisher(WrenchStamped, '~/contact_wrenches',
+                                                      OUTPUT_QOS)
+            self.pub_markers = self.create_publisher(MarkerArray, '~/contact_markers',
+                                                     OUTPUT_QOS)
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.create_service(SetBool, '~/pause', self.on_pause)
         self.create_service(Trigger, '~/step', self.on_step)
@@ -211,17 +292,60 @@ class SimNode(RbdNode):
         if not np.array_equal(clamped, qj):
             self.get_logger().warning('initial_positions outside the URDF limits: clamped')
         q0 = robot.full_q(clamped)
-        options = SimOptions(dt=self.dt,
-                             integrator=p['integrator'], damping=p['damping'],
-                             friction=p['friction'], effort_limits=p['effort_limits'],
-                             velocity_limits=p['velocity_limits'],
-                             position_limits=p['position_limits'],
-                             divergence_bound=p['divergence_bound'])
+        v0 = np.zeros(robot.nv)
+        floating = p['floating_base']
+        try:
+            points = tuple(ContactPoint.parse(t) for t in p['contact_points'])
+            options = SimOptions(
+                dt=self.dt, integrator=p['integrator'], damping=p['damping'],
+                friction=p['friction'], effort_limits=p['effort_limits'],
+                velocity_limits=p['velocity_limits'], position_limits=p['position_limits'],
+                divergence_bound=p['divergence_bound'], ground=floating and p['ground'],
+                ground_height=p['ground_height'], ground_normal=tuple(p['ground_normal']),
+                friction_coefficient=p['friction_coefficient'],
+                contact_stiffness=p['contact_stiffness'], contact_damping=p['contact_damping'],
+                collision_contacts=p['collision_contacts'], contact_points=points)
+            sim = Simulator(model, q0, v0, options=options)
+        except ValueError as exc:     # (contact_points naming a link this robot lacks, ...)
+            name = 'contact_points' if 'contact point' in str(exc) else 'contact_stiffness'
+            raise ValueError(f'{name}: {exc}') from None
+        if floating:
+            q0[:7] = self._initial_base_pose(sim, q0)
+            if p['initial_base_velocity']:
+                v0[:6] = p['initial_base_velocity']
+            sim.q, sim.v = q0, v0
+            for note in sim.notes:
+                self.get_logger().info(f'contacts: {note}')
+            if sim.ground and not sim.points:
+                self.get_logger().warning(
+                    'floating_base with a ground but no contact points: the robot falls '
+                    'through the ground (its collision shapes are meshes or absent; give '
+                    'contact_points "link x y z radius")')
+            elif sim.ground:
+                links = sorted({c.link for c in sim.points})
+                self.get_logger().info(f'ground contact: {len(sim.points)} points on '
+                                       f'{len(links)} links ({", ".join(links[:8])}'
+                                       f'{", ..." if len(links) > 8 else ""})')
         count = len(robot.joint_names)
-        return Runtime(robot=robot, sim=Simulator(model, q0, options=options),
-                       command_names=names, command_slots=slots, q0=q0,
-                       inputs={'effort_commands': CommandInput.empty(count),
-                               'joint_commands': CommandInput.empty(count)})
+        return Runtime(robot=robot, sim=sim, command_names=names, command_slots=slots, q0=q0,
+                       v0=v0, inputs={'effort_commands': CommandInput.empty(count),
+                                      'joint_commands': CommandInput.empty(count)})
+
+    def _initial_base_pose(self, sim: Simulator, q0: np.ndarray) -> np.ndarray:
+        """initial_base_pose (its quaternion normalised), or the identity at the origin raised
+        along the ground's normal until the lowest contact point touches the ground."""
+        pose = np.array(self.params['initial_base_pose'], dtype=float)
+        if len(pose):
+            pose[3:] /= np.linalg.norm(pose[3:])
+            return pose
+        pose = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
+        if sim.ground and sim.points:
+            q = q0.copy()
+            q[:7] = pose
+            n, _, _ = ground_frame(self.params['ground_normal'])
+            lowest = min(float(n @ where) for _, where in sim.point_locations(q))
+            pose[:3] = n * (self.params['ground_height'] - lowest)
+        return pose
 
     def runtime_changed(self, runtime: Runtime) -> None:
         runtime.sim.t = self.sim_time          # simulated time runs on across a model swap
@@ -325,13 +449,27 @@ class SimNode(RbdNode):
         rt.sim.q, rt.sim.v = q, v
         self.delayed.clear()
 
+    def on_set_base_state(self, msg: Odometry) -> None:
+        """Set the floating base's pose (world frame) and twist (base frame), as ~/base_state
+        reports them; the joints keep theirs."""
+        rt = self.runtime
+        if rt is None:
+            raise Rejected('no_model', 'state before any robot_description')
+        base_q, base_v = odometry_to_base(msg)
+        _check_bound(np.concatenate([base_q[:3], base_v]), 'set_base_state',
+                     self.params['divergence_bound'])
+        q, v = rt.sim.q, rt.sim.v
+        q[:7], v[:6] = base_q, base_v
+        rt.sim.q, rt.sim.v = q, v
+        self.delayed.clear()
+
     # -- services ------------------------------------------------------------------------------
     def on_reset(self, request, response):
         rt = self.runtime
         if rt is None:
             response.success, response.message = False, 'no model'
             return response
-        rt.sim.q, rt.sim.v = rt.q0.copy(), np.zeros(rt.robot.nv)
+        rt.sim.q, rt.sim.v = rt.q0, rt.v0
         self.wrench = None
         self.delayed.clear()
         response.success = True
@@ -359,25 +497,32 @@ class SimNode(RbdNode):
         return response
 
     # -- simulation ----------------------------------------------------------------------------
-    def command_torque(self, rt: Runtime) -> np.ndarray:
-        """The sum of the fresh inputs, per JointState joint (before saturation)."""
-        robot, sim = rt.robot, rt.sim
+    def set_drives(self, rt: Runtime) -> None:
+        """The fresh inputs, summed, into the simulator's drives (per JointState joint): effort
+        as commanded; a position command as kp (q_ref - q) + kd (v_ref - v) (v_ref: the velocity
+        command, else 0); a velocity command alone as velocity_kp (v_ref - v). The drives
+        evaluate them at every physics step, implicitly (step.py)."""
+        robot = rt.robot
         n = len(robot.joint_names)
-        q, v = sim.q[robot.q_index], sim.v[robot.v_index]
-        tau = np.zeros(n)
         timeout = self.params['command_timeout']
         gains = {name: per_command_joint(self.params[name], rt.command_slots, n)
                  for name in ('position_kp', 'position_kd', 'velocity_kp')}
+        effort, kp, kd = np.zeros(n), np.zeros(n), np.zeros(n)
+        q_ref, v_ref = np.zeros(n), np.zeros(n)
         for cmd in rt.inputs.values():
             if cmd.time is None or self.sim_time - cmd.time > timeout:
                 continue
-            tau += np.nan_to_num(cmd.effort)
+            effort += np.nan_to_num(cmd.effort)
             has_p, has_v = ~np.isnan(cmd.position), ~np.isnan(cmd.velocity)
-            v_ref = np.where(has_v, cmd.velocity, 0.0)
-            tau += np.where(has_p, gains['position_kp'] * (np.nan_to_num(cmd.position) - q)
-                            + gains['position_kd'] * (v_ref - v), 0.0)
-            tau += np.where(~has_p & has_v, gains['velocity_kp'] * (v_ref - v), 0.0)
-        return tau
+            kp = np.where(has_p, gains['position_kp'], kp)
+            kd = np.where(has_p, gains['position_kd'],
+                          np.where(has_v, gains['velocity_kp'], kd))
+            q_ref = np.where(has_p, np.nan_to_num(cmd.position), q_ref)
+            v_ref = np.where(has_v, np.nan_to_num(cmd.velocity), np.where(has_p, 0.0, v_ref))
+        sim = rt.sim
+        sim.set_effort(robot.full_v(effort))
+        sim.set_drives(robot.full_v(kp), robot.full_v(kd), robot.full_v(q_ref),
+                       robot.full_v(v_ref))
 
     def _holding(self, rt: Runtime) -> bool:
         return self.params['wait_for_command'] and all(c.time is None for c in rt.inputs.values())
@@ -403,32 +548,41 @@ class SimNode(RbdNode):
             self.awaiting_command = True
 
     def advance(self, rt: Runtime, force: bool = False) -> None:
-        """One publish period: the steps that are due, then joint_states."""
+        """One publish period: the steps that are due (one compiled call, two when an external
+        wrench ends within the period), then joint_states."""
         if not force and self._holding(rt):
             self.publish_state(rt)
             return
         sim = rt.sim
         t0 = time.perf_counter()
-        tau_j = self.command_torque(rt)
-        tau = rt.robot.full_v(tau_j)
-        applied = sim.saturate(tau)
-        self.saturated += int(np.count_nonzero(applied != tau))
-        for _ in range(self.substeps):
-            f_ext = None
+        self.set_drives(rt)
+        left = self.substeps
+        while left > 0:
+            steps = left
             if self.wrench is not None:
                 wrench, end = self.wrench
                 if end is not None and sim.t >= end - 1e-12:
                     self.wrench = None
+                    sim.set_wrenches(None)
                 else:
-                    f_ext = wrench
-            if not sim.step(tau, f_ext):
+                    sim.set_wrenches(wrench)
+                    if end is not None:     # up to the wrench's end
+                        steps = min(left, max(1, math.ceil((end - sim.t) / self.dt - 1e-9)))
+            else:
+                sim.set_wrenches(None)
+            if not sim.advance(steps):
                 self._reset_after_divergence(rt)
                 break
+            left -= steps
         self.stats.compute_s.append(time.perf_counter() - t0)
         self.steps += self.substeps
         self.sim_time = round(self.steps * self.dt, 12)
         sim.t = self.sim_time
-        self.publish_state(rt, applied[rt.robot.v_index])
+        applied = sim.applied[rt.robot.v_index]
+        limit = rt.robot.effort_limit
+        if self.params['effort_limits']:
+            self.saturated += int(np.count_nonzero(np.abs(applied) >= limit * (1 - 1e-12)))
+        self.publish_state(rt, applied)
 
     def _reset_after_divergence(self, rt: Runtime) -> None:
         """Back to the initial state (commands kept: no wait_for_command hold again)."""
@@ -439,7 +593,7 @@ class SimNode(RbdNode):
                                     f'divergence_bound {self.params["divergence_bound"]:g}) at '
                                     f't = {self.sim_time:.3f} s: state reset to the initial one; '
                                     'later resets are only counted (divergence_resets)')
-        rt.sim.q, rt.sim.v = rt.q0.copy(), np.zeros(rt.robot.nv)
+        rt.sim.q, rt.sim.v = rt.q0, rt.v0
 
     def _noise_rng(self, stream: int = 0):
         """The noise of the state at this step: a function of (noise_seed, step, stream) only,
@@ -456,22 +610,28 @@ class SimNode(RbdNode):
             qj += self._noise_rng().normal(0.0, noise_q, len(qj))
         if noise_v > 0:
             vj += self._noise_rng(1).normal(0.0, noise_v, len(vj))
-        self.delayed.append((self.sim_time, qj, vj, eff))
+        base = contacts = None
+        if self.params['floating_base']:
+            base = (sim.q[:7], sim.v[:6])
+            contacts = sim.contacts() if applied is not None else []
+        self.delayed.append((self.sim_time, qj, vj, eff, base, contacts))
         delay = self.params['joint_states_delay']
         while self.delayed and self.delayed[0][0] + delay <= self.sim_time + 1e-12:
-            t, qd, vd, ed = self.delayed.popleft()
-            self._publish(robot, t, qd, vd, ed)
+            t, qd, vd, ed, base, contacts = self.delayed.popleft()
+            self._publish(rt, t, qd, vd, ed, base, contacts)
         if self.params['lockstep']:
             self.awaiting_command = True
 
-    def _publish(self, robot: Robot, t: float, qj, vj, eff) -> None:
+    def _publish(self, rt: Runtime, t: float, qj, vj, eff, base, contacts) -> None:
+        robot = rt.robot
         if self.pub_clock is not None:
             stamp = time_msg(self.sim_time)
             self.pub_clock.publish(Clock(clock=stamp))
             stamp = time_msg(t)
         else:
             stamp = self.get_clock().now().to_msg()
-        if not all_finite(qj, vj, eff):   # never publish NaN or inf (cannot happen: belt and braces)
+        finite = all_finite(qj, vj, eff) and (base is None or all_finite(*base))
+        if not finite:   # never publish NaN or inf (cannot happen: belt and braces)
             self.stats.non_finite_outputs += 1
             self.get_logger().error('non-finite joint_states not published',
                                     throttle_duration_sec=2.0)
@@ -484,6 +644,62 @@ class SimNode(RbdNode):
             effort += [0.0] * len(robot.mimic_names)
         self.pub_js.publish(joint_state(stamp, names, pos, vel, effort))
         self.stats.published += 1
+        if base is not None:
+            self._publish_base(rt, stamp, *base)
+            self._publish_contacts(rt, stamp, contacts)
+
+    def _publish_base(self, rt: Runtime, stamp, q, v) -> None:
+        """~/base_state (pose in world_frame, twist in the root link's frame) and the
+        world_frame -> root link transform on /tf, with the joint_states' stamp."""
+        world, root = self.params['world_frame'], rt.robot.model.root_link
+        odom = Odometry(child_frame_id=root)
+        odom.header.stamp, odom.header.frame_id = stamp, world
+        pose, twist = odom.pose.pose, odom.twist.twist
+        pose.position.x, pose.position.y, pose.position.z = (float(x) for x in q[:3])
+        o = pose.orientation
+        o.x, o.y, o.z, o.w = (float(x) for x in q[3:7])
+        twist.linear.x, twist.linear.y, twist.linear.z = (float(x) for x in v[:3])
+        twist.angular.x, twist.angular.y, twist.angular.z = (float(x) for x in v[3:6])
+        self.pub_base.publish(odom)
+        T = np.eye(4)
+        T[:3, :3] = quaternion_to_matrix(*q[3:7])
+        T[:3, 3] = q[:3]
+        self.pub_tf.publish(TFMessage(transforms=[transform_msg(T, world, root, stamp)]))
+
+    def _publish_contacts(self, rt: Runtime, stamp, contacts) -> None:
+        """Per link touching the ground, the contact wrench on it (WrenchStamped: in the link's
+        frame about its origin, as ~/external_wrench and the core's f_ext); RViz arrows at each
+        point (world_frame; the robot's weight is 0.5 m)."""
+        world = self.params['world_frame']
+        markers = MarkerArray(markers=[Marker(action=Marker.DELETEALL)])
+        markers.markers[0].header.frame_id = world
+        if contacts:
+            model = rt.robot.model
+            poses = rbd.frame_poses(model, rt.sim.q)
+            per_link = {}
+            for link, where, force in contacts:
+                f, tau = per_link.get(link, (np.zeros(3), np.zeros(3)))
+                per_link[link] = (f + force, tau + np.cross(where - poses[link][:3, 3], force))
+            for link, (f, tau) in sorted(per_link.items()):
+                R = poses[link][:3, :3]
+                msg = WrenchStamped()
+                msg.header.stamp, msg.header.frame_id = stamp, link
+                w = msg.wrench
+                w.force.x, w.force.y, w.force.z = (float(x) for x in R.T @ f)
+                w.torque.x, w.torque.y, w.torque.z = (float(x) for x in R.T @ tau)
+                self.pub_contacts.publish(msg)
+            weight = max(model.total_mass * float(np.linalg.norm(model.gravity)), 1e-9)
+            for k, (link, where, force) in enumerate(contacts):
+                arrow = Marker(ns='contact_forces', id=k, type=Marker.ARROW, action=Marker.ADD)
+                arrow.header.stamp, arrow.header.frame_id = stamp, world
+                tip = where + 0.5 * force / weight
+                arrow.points = [Point(x=float(where[0]), y=float(where[1]), z=float(where[2])),
+                                Point(x=float(tip[0]), y=float(tip[1]), z=float(tip[2]))]
+                arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.01, 0.02, 0.02
+                arrow.color.r, arrow.color.g, arrow.color.a = 1.0, 0.3, 1.0
+                arrow.pose.orientation.w = 1.0
+                markers.markers.append(arrow)
+        self.pub_markers.publish(markers)
 
     def extra_diagnostics(self) -> dict:
         wall = max(time.monotonic() - self._wall_t0, 1e-9)

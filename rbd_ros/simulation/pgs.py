@@ -1,86 +1,194 @@
-"""The simulator's implicit joint update, compiled (numba; interpreted without it):
-v+ = W^-1 (M v* + lam), W = M + dt D (joint_row_velocities), with lam from a projected
-Gauss-Seidel on the joint rows (joint_impulses).
+"""Impulses on constraint rows by projected Gauss-Seidel, compiled (numba; interpreted without).
 
-Impulses lam with v = v0 + G lam such that each row's v stays in [lo, hi] (a limit pushes only
-as hard as needed) and, within that, its friction impulse (|.| <= friction_impulse) brings v
-toward 0 (stiction when it can). G is the rows' block of W^-1 (symmetric positive definite).
+A row r is a direction J_r in velocity space (a joint's unit row, or a contact's normal or
+tangent at a point); its velocity is J_r v. With G = J W^-1 J^T (W the step's implicit inertia,
+simulation/step.py), impulses lam on the rows change the rows' velocities by G lam from v0.
+Each row is one of three kinds:
+
+JOINT    a joint's Coulomb friction and its velocity bounds: the friction impulse
+         (|.| <= fric) brings the row's velocity toward 0 (stiction when it can), and the
+         velocity ends in [lo, hi] (a limit pushes only as hard as needed).
+SOFT     a spring-damper acting along the row: impulse b - a (J_r v), kept in [lo, hi]. A
+         contact's normal ([0, inf): it never pulls) and a drive's PD (within its effort
+         limit) are soft rows; implicit in the row's velocity, so any gain is stable.
+TANGENT  two rows (r, r + 1), a contact's tangent plane: Coulomb friction in a disk,
+         |lam_t| <= fric_r lam_normal (the normal row is partner[r]), holding the contact
+         still when the disk allows it (stiction), else on the disk's rim against the
+         contact's resulting sliding velocity (maximal dissipation, ``sliding_impulse``: the
+         impulse that would stop the contact, scaled to the rim, points elsewhere when G's
+         2 x 2 block is not isotropic, and a sliding box then felt 2% less friction than
+         mu N).
 
 Gauss-Seidel alone converges slowly when G is ill-conditioned (a light wrist under a heavy
 shoulder: ~150 sweeps for an arm held by stiction), so after sweeps 1, 2, 4, 8, ... the rows are
-sorted by what the iterate says they do (held at a velocity: 0, lo or hi; or sliding at a
-friction bound), that linear system is solved exactly (``polish``), and the result is kept if
-one more sweep leaves it unchanged.
+sorted by what the iterate says they do (held at a velocity, a soft row within its bounds, a
+contact sticking; or at a bound, sliding), that linear system is solved exactly (``polish``),
+and the result is kept if one more sweep leaves it unchanged.
 
-Plain loops over small arrays, one Cholesky factorisation for every solve, no numpy.linalg
-(numba's needs scipy): in Python the solve
-was two thirds of a simulator step (0.5 ms per solve on the 7-joint arm). Only the active
-rows' columns of W^-1 are formed (a Cholesky solve each), never the whole inverse.
+Plain loops over small arrays and one dense Cholesky factorisation (``cholesky_in_place``)
+for every solve, also the step's W: no numpy.linalg (numba's needs scipy).
 """
+import math
+
 import numpy as np
 
 from rbd_ros.dynamics._jit import kernel
 
+JOINT, SOFT, TANGENT = 0, 1, 2
+STICK_COMPLIANCE = 1e-10   # relative: a sticking contact's slip in the exact solve
+
 
 @kernel
-def sweep(G, v, lam, lo, hi, friction_impulse):
+def sweep(G, v, lam, kind, lo, hi, fric, a, b, partner):
     """One Gauss-Seidel pass over the rows, in place; the largest velocity change."""
     n = v.shape[0]
     change = 0.0
-    for i in range(n):
-        g = G[i, i]
-        if not g > 0.0:
+    i = 0
+    while i < n:
+        if kind[i] == TANGENT:                          # rows i, i + 1 together
+            j = i + 1
+            g11, g12, g22 = G[i, i], G[i, j], G[j, j]
+            det = g11 * g22 - g12 * g12
+            if det > 0.0:
+                f1 = v[i] - g11 * lam[i] - g12 * lam[j]  # this pair's impulses taken out
+                f2 = v[j] - g12 * lam[i] - g22 * lam[j]
+                p1 = -(g22 * f1 - g12 * f2) / det       # what would stop the contact
+                p2 = -(g11 * f2 - g12 * f1) / det
+                radius = fric[i] * max(lam[partner[i]], 0.0)
+                if p1 * p1 + p2 * p2 > radius * radius:   # sliding: on the disk's rim
+                    p1, p2 = sliding_impulse(g11, g12, g22, f1, f2, radius)
+                d1, d2 = p1 - lam[i], p2 - lam[j]
+                if d1 != 0.0 or d2 != 0.0:
+                    for k in range(n):
+                        v[k] += G[k, i] * d1 + G[k, j] * d2
+                    lam[i], lam[j] = p1, p2
+                    change = max(change, abs(d1) * g11, abs(d2) * g22)
+            i += 2
             continue
-        free = v[i] - g * lam[i]                        # this row's impulse taken out
-        stop = -free / g                                # what would stop the joint
-        f = min(max(stop, -friction_impulse[i]), friction_impulse[i])
-        target = min(max(free + g * f, lo[i]), hi[i]) if lo[i] <= hi[i] else lo[i]
-        new = (target - free) / g
-        delta = new - lam[i]
-        if delta != 0.0:
-            for k in range(n):
-                v[k] += G[k, i] * delta
-            lam[i] = new
-            change = max(change, abs(delta) * g)
+        g = G[i, i]
+        if g > 0.0:
+            free = v[i] - g * lam[i]                    # this row's impulse taken out
+            if kind[i] == JOINT:
+                stop = -free / g                        # what would stop the joint
+                f = min(max(stop, -fric[i]), fric[i])
+                target = min(max(free + g * f, lo[i]), hi[i]) if lo[i] <= hi[i] else lo[i]
+                new = (target - free) / g
+            else:                                       # SOFT: lam = b - a (free + g lam)
+                new = min(max((b[i] - a[i] * free) / (1.0 + a[i] * g), lo[i]), hi[i])
+            delta = new - lam[i]
+            if delta != 0.0:
+                for k in range(n):
+                    v[k] += G[k, i] * delta
+                lam[i] = new
+                change = max(change, abs(delta) * g)
+        i += 1
     return change
 
 
 @kernel
-def polish(G, v0, lam, v, lo, hi, friction_impulse, lam_new, v_new):
+def sliding_impulse(g11, g12, g22, f1, f2, radius):
+    """The friction impulse p on the rim |p| = radius against the contact's resulting sliding
+    velocity f + G p (maximal dissipation: it minimises the kinetic energy 1/2 p^T G p + f^T p
+    over the disk). On the rim, (G + s) p = -f for the s >= 0 that gives |p| = radius (then
+    f + G p = -s p): in G's eigenbasis |p(s)| is monotone in s, found by Newton on
+    1/|p(s)| - 1/radius (a trust-region step's secular equation; a few iterations)."""
+    if not radius > 0.0:
+        return 0.0, 0.0
+    half = 0.5 * (g11 - g22)
+    d = math.sqrt(half * half + g12 * g12)
+    e1, e2 = 0.5 * (g11 + g22) + d, 0.5 * (g11 + g22) - d
+    if abs(g12) > 1e-300:                       # eigenvector of e1: (e1 - g22, g12)
+        c, s_ = e1 - g22, g12
+        norm = math.sqrt(c * c + s_ * s_)
+        c, s_ = c / norm, s_ / norm
+    elif g11 >= g22:
+        c, s_ = 1.0, 0.0
+    else:
+        c, s_ = 0.0, 1.0
+    a, b = c * f1 + s_ * f2, -s_ * f1 + c * f2   # f in the eigenbasis
+    s = 0.0
+    for _ in range(30):
+        x, y = a / (e1 + s), b / (e2 + s)
+        norm = math.sqrt(x * x + y * y)
+        if norm <= radius * (1.0 + 1e-14):
+            break
+        slope = (x * x / (e1 + s) + y * y / (e2 + s)) / (norm * norm * norm)
+        s += (1.0 / radius - 1.0 / norm) / slope
+    x, y = -a / (e1 + s), -b / (e2 + s)
+    norm = math.sqrt(x * x + y * y)
+    if norm > 0.0:                              # (exactly on the rim)
+        x, y = x * radius / norm, y * radius / norm
+    return c * x - s_ * y, s_ * x + c * y
+
+
+@kernel
+def polish(G, v0, lam, v, kind, lo, hi, fric, a, b, partner, lam_new, v_new):
     """The exact solution for the rows' present roles into (lam_new, v_new); False when it
     cannot be formed."""
     n = v0.shape[0]
     held = np.zeros(n, dtype=np.int64)
     target = np.zeros(n)
+    compliance = np.zeros(n)
     nh = 0
-    for i in range(n):
-        at_lo = v[i] <= lo[i] + 1e-12
-        at_hi = v[i] >= hi[i] - 1e-12
-        sliding = (abs(lam[i]) >= friction_impulse[i] * (1.0 - 1e-9)
-                   and friction_impulse[i] > 0.0 and not at_lo and not at_hi)
-        target[i] = lo[i] if at_lo else (hi[i] if at_hi else min(max(0.0, lo[i]), hi[i]))
-        if sliding:
-            lam_new[i] = friction_impulse[i] if lam[i] > 0.0 else -friction_impulse[i]
-        else:
-            lam_new[i] = 0.0
-            held[nh] = i
-            nh += 1
+    i = 0
+    while i < n:
+        if kind[i] == TANGENT:
+            j = i + 1
+            radius = fric[i] * max(lam[partner[i]], 0.0)
+            if math.sqrt(lam[i] * lam[i] + lam[j] * lam[j]) < radius * (1.0 - 1e-9):
+                held[nh], held[nh + 1] = i, j           # sticking: both velocities 0
+                target[i], target[j] = 0.0, 0.0
+                # (a box on four corners has 8 tangent rows for 3 in-plane motions: a
+                # touch of compliance keeps the held block positive definite)
+                compliance[i], compliance[j] = STICK_COMPLIANCE * G[i, i], STICK_COMPLIANCE * G[j, j]
+                nh += 2
+                lam_new[i], lam_new[j] = 0.0, 0.0
+            else:                                       # sliding: this impulse, kept
+                lam_new[i], lam_new[j] = lam[i], lam[j]
+            i += 2
+            continue
+        if kind[i] == JOINT:
+            at_lo = v[i] <= lo[i] + 1e-12
+            at_hi = v[i] >= hi[i] - 1e-12
+            sliding = (abs(lam[i]) >= fric[i] * (1.0 - 1e-9)
+                       and fric[i] > 0.0 and not at_lo and not at_hi)
+            target[i] = lo[i] if at_lo else (hi[i] if at_hi else min(max(0.0, lo[i]), hi[i]))
+            if sliding:
+                lam_new[i] = fric[i] if lam[i] > 0.0 else -fric[i]
+            elif not (at_lo or at_hi or fric[i] > 0.0):    # free: nothing acts on it
+                lam_new[i] = 0.0
+            else:
+                lam_new[i] = 0.0
+                held[nh] = i
+                nh += 1
+        else:                                           # SOFT
+            span = 1e-9 * (1.0 + abs(lam[i]))
+            if lam[i] > lo[i] + span and lam[i] < hi[i] - span:
+                # v_i + lam_i / a_i = b_i / a_i
+                target[i], compliance[i] = b[i] / a[i], 1.0 / a[i]
+                lam_new[i] = 0.0
+                held[nh] = i
+                nh += 1
+            else:
+                lam_new[i] = lo[i] if lam[i] <= lo[i] + span else hi[i]
+        i += 1
     if nh > 0:
         A = np.empty((nh, nh))
         rhs = np.empty(nh)
-        for a in range(nh):
-            i = held[a]
+        for r in range(nh):
+            i = held[r]
             s = target[i] - v0[i]
-            for j in range(n):          # the sliding rows' known impulses (held ones are 0)
+            for j in range(n):          # the known impulses (held ones are 0 here)
                 s -= G[i, j] * lam_new[j]
-            rhs[a] = s
-            for b in range(nh):
-                A[a, b] = G[i, held[b]]
-        if not cholesky_in_place(A):        # a principal block of an SPD matrix: SPD
-            return False
+            rhs[r] = s
+            for c in range(nh):
+                A[r, c] = G[i, held[c]]
+            A[r, r] += compliance[i]
+        if not cholesky_in_place(A):        # a principal block of an SPD matrix (+ a
+            return False                    # non-negative diagonal): SPD
         cholesky_solve(A, rhs)
-        for a in range(nh):
-            lam_new[held[a]] = rhs[a]
+        for r in range(nh):
+            lam_new[held[r]] = rhs[r]
     for i in range(n):
         s = v0[i]
         for j in range(n):
@@ -90,26 +198,49 @@ def polish(G, v0, lam, v, lo, hi, friction_impulse, lam_new, v_new):
 
 
 @kernel
-def joint_impulses(G, v0, lo, hi, friction_impulse, sweeps, tolerance, lam):
-    """The rows' impulses into lam (see the module docstring); returns the sweeps taken."""
+def row_impulses(G, v0, kind, lo, hi, fric, a, b, partner, sweeps, tolerance, lam):
+    """The rows' impulses into lam (see the module docstring), starting from lam as given
+    (a warm start: the previous step's contact impulses); returns the sweeps taken, or
+    sweeps + 1 when the last sweep still changed a velocity by more than the tolerance."""
     n = v0.shape[0]
     v = v0.copy()
-    lam[:] = 0.0
+    for j in range(n):
+        if lam[j] != 0.0:
+            for i in range(n):
+                v[i] += G[i, j] * lam[j]
     lam_p = np.empty(n)
     v_p = np.empty(n)
     largest = 0.0
+    contacts = False
     for i in range(n):
         largest = max(largest, abs(v0[i]))
+        contacts = contacts or kind[i] == TANGENT
     scale = tolerance * (1.0 + largest)
+    before = np.empty(n)
     for k in range(1, sweeps + 1):
-        if sweep(G, v, lam, lo, hi, friction_impulse) < scale:
+        before[:] = v
+        change = sweep(G, v, lam, kind, lo, hi, fric, a, b, partner)
+        if contacts:
+            # (with contacts, what the rows' velocities did over the sweep: a body on several
+            # contacts is statically indeterminate, and Gauss-Seidel trades impulses among
+            # them, each row's own change large, without changing any velocity)
+            change = 0.0
+            for i in range(n):
+                change = max(change, abs(v[i] - before[i]))
+        if change < scale:
             return k
         if k & (k - 1) == 0:            # a power of two: try the exact solve
-            if polish(G, v0, lam, v, lo, hi, friction_impulse, lam_p, v_p):
-                if sweep(G, v_p, lam_p, lo, hi, friction_impulse) < scale:
+            if polish(G, v0, lam, v, kind, lo, hi, fric, a, b, partner, lam_p, v_p):
+                before[:] = v_p
+                change = sweep(G, v_p, lam_p, kind, lo, hi, fric, a, b, partner)
+                if contacts:
+                    change = 0.0
+                    for i in range(n):
+                        change = max(change, abs(v_p[i] - before[i]))
+                if change < scale:
                     lam[:] = lam_p
                     return k
-    return sweeps
+    return sweeps + 1
 
 
 @kernel
@@ -145,60 +276,3 @@ def cholesky_solve(L, b):
         for k in range(i + 1, n):
             s -= L[k, i] * b[k]
         b[i] = s / L[i, i]
-
-
-@kernel
-def joint_row_velocities(M, v_free, damping_dt, rows, row_diagonal, row_rhs, lo, hi,
-                         friction_dt, sweeps, tolerance, v_new):
-    """The implicit joint update, v_new = W^-1 (M v_free - row_rhs + lam), W = M + diag(dt
-    damping) + row_diagonal at the rows, with lam the rows' impulses (joint_impulses: bounds
-    [lo, hi], friction impulse friction_dt). Only the active rows' columns of W^-1 are formed.
-    False when W is not positive definite."""
-    nv = M.shape[0]
-    W = M.copy()
-    rhs = np.zeros(nv)
-    for i in range(nv):
-        W[i, i] += damping_dt[i]
-        for j in range(nv):
-            rhs[i] += M[i, j] * v_free[j]
-    for r in range(rows.shape[0]):
-        W[rows[r], rows[r]] += row_diagonal[r]
-        rhs[rows[r]] -= row_rhs[r]
-    if not cholesky_in_place(W):
-        return False
-    cholesky_solve(W, rhs)
-    v_new[:] = rhs                      # v* (no impulses)
-    active = np.zeros(rows.shape[0], dtype=np.int64)
-    na = 0
-    for r in range(rows.shape[0]):
-        if np.isfinite(lo[r]) or np.isfinite(hi[r]) or friction_dt[r] > 0.0:
-            active[na] = r
-            na += 1
-    if na == 0:
-        return True
-    columns = np.zeros((na, nv))        # columns[a] = W^-1 e_row, row = rows[active[a]]
-    for a in range(na):
-        columns[a, rows[active[a]]] = 1.0
-        cholesky_solve(W, columns[a])
-    G = np.empty((na, na))              # the active rows' block of W^-1
-    v0, row_lo, row_hi, row_friction = np.empty(na), np.empty(na), np.empty(na), np.empty(na)
-    for a in range(na):
-        r = active[a]
-        v0[a], row_lo[a], row_hi[a], row_friction[a] = v_new[rows[r]], lo[r], hi[r], friction_dt[r]
-        for b in range(na):
-            G[a, b] = columns[b, rows[r]]
-    lam = np.empty(na)
-    joint_impulses(G, v0, row_lo, row_hi, row_friction, sweeps, tolerance, lam)
-    for a in range(na):
-        for i in range(nv):
-            v_new[i] += columns[a, i] * lam[a]
-    return True
-
-
-def warm_up():
-    """Compile (or load from numba's cache) the solver for the simulator's argument types."""
-    M = np.array([[2.0, 0.5], [0.5, 1.0]])
-    v_new = np.empty(2)
-    joint_row_velocities(M, np.array([1.0, -1.0]), np.array([0.0, 0.001]), np.array([0, 1]),
-                         np.zeros(2), np.zeros(2), np.array([-0.5, -np.inf]),
-                         np.array([0.5, np.inf]), np.array([1e-4, 2e-4]), 200, 1e-13, v_new)

@@ -1,46 +1,32 @@
-"""A simulated robot with real joints, ROS-free: effort saturation, viscous damping, Coulomb
-friction with stiction, velocity and position limits, armature (in the model), external wrenches.
+"""A simulated robot with real joints and ground contact, ROS-free: effort saturation, drives
+with position and velocity commands, viscous damping, Coulomb friction with stiction,
+velocity and position limits, armature (in the model), external wrenches, a floating base on
+a ground plane with compliant contacts and Coulomb friction cones.
 
-One step of ``dt`` from (q, v) under the commanded torques:
+``Simulator`` builds the constant tables once (layout.py) and steps with one compiled call
+(step.py: the step, and why each part is the way it is). The state is public coordinates:
+with a floating base, q[:7] = [x, y, z, qx, qy, qz, qw] of the root link in the world, v[:6]
+its twist in its own frame.
 
-1. saturate:   tau = clip(tau_cmd, -effort_limit, effort_limit); a drive also gives up the
-               torque that would take its joint past its velocity limit in this step
-2. free step:  (q*, v*) under the smooth dynamics M vdot + C v + g = tau + J^T f_ext (RK4 on
-               the configuration manifold by default; semi-implicit Euler on request)
-3. the joints: v+ = W^-1 (M v* + lambda), W = M + dt D (viscous damping D, implicit: any
-               damping is stable), with lambda the joint impulses that keep each joint within
-               its speed and position limits and apply Coulomb friction: |lambda_f| <=
-               friction dt, opposing the joint's motion, holding it still when that suffices
-               (stiction). Projected Gauss-Seidel, one row per joint (pgs.py, compiled).
-4. positions:  q+ = q* (+) (v+ - v*) theta dt. The joints' forces act through the step, so the
-               position moves by the mean of the velocity change: theta = 1/2 after RK4 (a
-               drive at its speed limit then advances at that speed, however hard it pushes),
-               theta = 1 after semi-implicit Euler (q+ = q (+) v+ dt, that method exactly).
-
-A position limit bounds where the joint ends the step; a joint that reaches it there stops
-(an inelastic impact), so a limit never adds energy, and it acts on its own joint only (other
-joints feel it only through the mass matrix, as physics says). ``spring`` mode makes limits a
-stiff one-sided spring-damper instead (implicit as well).
-
-With damping, friction and limits off, step 2 changes nothing. Measured on example-robot-data's
-double pendulum released from q = (1, 0.5) rad, worst energy error over 10 s at 1 kHz, as a
-fraction of its swing (energy above the hanging rest state): RK4 1e-6. Semi-implicit Euler
-(v+ = v + dt vdot(q, v), q+ = q (+) v+ dt) loses 39%, and steadily: it is symplectic only when
-M does not depend on q. For a chain it is, in momentum form (p = M(q) v: p+ = p + dt (C(q, v+)^T
-v+ - g(q) + tau), v+ = M(q)^-1 p+), whose error stays bounded (2.7% here, oscillating); the
-velocity form evaluates the Coriolis forces with the old velocity and drifts at first order.
-That is why the old sim_node default lost 41% of a double pendulum's energy in 5 s. RK4 costs
-four forward dynamics per step (about 60 us at 1 kHz on the bundled arm).
+Energy, measured on example-robot-data's double pendulum released from q = (1, 0.5) rad,
+worst error over 10 s at 1 kHz as a fraction of its swing (energy above the hanging rest
+state): RK4 1e-6. Semi-implicit Euler (v+ = v + dt vdot(q, v), q+ = q (+) v+ dt) loses 39%,
+and steadily: it is symplectic only when M does not depend on q (for a chain it is, in
+momentum form, with a bounded 2.7% error). Hence RK4 by default.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
 import rbd_ros.dynamics as rbd
+from rbd_ros.dynamics.arguments import external_wrenches
 
-from . import pgs
+from . import layout as L
+from .contact import ContactPoint, candidates, ground_frame
+from .step import simulate, work_sizes
 
 INTEGRATORS = ('rk4', 'semi_implicit_euler')
 POSITION_LIMITS = ('constraint', 'spring', 'off')
@@ -48,18 +34,29 @@ POSITION_LIMITS = ('constraint', 'spring', 'off')
 
 @dataclasses.dataclass(frozen=True)
 class SimOptions:
-    """What the simulated joints do. Defaults are what a real robot does."""
+    """What the simulated joints and the ground do. Defaults are what a real robot does."""
 
     dt: float = 1e-3
     integrator: str = 'rk4'
     damping: bool = True              # URDF <dynamics damping>, implicit
     friction: bool = True             # URDF <dynamics friction>, Coulomb with stiction
-    effort_limits: bool = True        # saturate commands at the URDF effort limits
+    effort_limits: bool = True        # saturate the drives at the URDF effort limits
     velocity_limits: bool = True      # cap speeds at the URDF velocity limits
     position_limits: str = 'constraint'   # 'constraint', 'spring' or 'off'
     limit_stiffness: float = 1e5      # spring mode: N m/rad or N/m beyond a limit
     limit_damping: float = 1e3        # spring mode: N m s/rad or N s/m beyond a limit
     divergence_bound: float = 1e4     # |v| or |q| beyond this (or NaN): diverged
+    # the ground (None: with a floating base only)
+    ground: bool | None = None
+    ground_height: float = 0.0        # the plane normal . x = ground_height (m, world)
+    ground_normal: tuple = (0.0, 0.0, 1.0)
+    friction_coefficient: float = 1.0    # mu: Coulomb friction cone at every contact
+    contact_stiffness: float = 1e5    # N/m per contact point: 0.1 mm under 10 N
+    contact_damping: float = 1e3      # N s/m per contact point
+    collision_contacts: bool = True   # the URDF <collision> shapes touch the ground
+    contact_points: tuple = ()        # more points: ContactPoint or "link x y z radius"
+    solver_sweeps: int = 200          # the row solver's budget per step
+    solver_tolerance: float = 1e-13
 
     def __post_init__(self):
         if self.integrator not in INTEGRATORS:
@@ -69,188 +66,247 @@ class SimOptions:
                              f'got {self.position_limits!r}')
         if not self.dt > 0:
             raise ValueError(f'dt must be > 0, got {self.dt}')
-
-
-@dataclasses.dataclass(frozen=True)
-class JointRows:
-    """The joint velocities that limits and friction act on: single-DoF joints (revolute,
-    continuous, prismatic) that own a coordinate."""
-
-    v: np.ndarray          # their v indices
-    q: np.ndarray          # their q indices
-    lower: np.ndarray      # position limits (inf where none)
-    upper: np.ndarray
-    velocity: np.ndarray   # velocity limits (inf where none)
-    friction: np.ndarray   # Coulomb friction torque (0 where none)
-
-
-def joint_rows(model: rbd.Model) -> JointRows:
-    joints = [j for j in model.joints if j.q_index is not None and j.nq == 1 and j.nv == 1
-              and j.type in ('revolute', 'continuous', 'prismatic')]
-    v = np.array([j.v_index for j in joints], dtype=int)
-    q = np.array([j.q_index for j in joints], dtype=int)
-    return JointRows(v=v, q=q, lower=model.lower_limits[q], upper=model.upper_limits[q],
-                     velocity=model.velocity_limits[v], friction=model.friction[v])
+        for name in ('friction_coefficient', 'contact_stiffness', 'contact_damping'):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f'{name} must be a finite number >= 0, got {value!r}')
+        if not (self.contact_stiffness > 0 or self.contact_damping > 0):
+            raise ValueError('contact_stiffness and contact_damping cannot both be 0')
+        if not math.isfinite(self.ground_height):
+            raise ValueError(f'ground_height must be finite, got {self.ground_height!r}')
+        ground_frame(self.ground_normal)      # raises for a zero normal
 
 
 class Simulator:
-    """The state (q, v, t) of one simulated robot and its step. Not thread-safe."""
+    """The state (q, v, t) of one simulated robot and its step. Not thread-safe.
+
+    Inputs persist from step to step: ``set_effort`` (the drives' feedforward effort, nv),
+    ``set_drives`` (position and velocity commands with their gains), ``set_wrenches``
+    (external wrenches). ``step(tau_cmd, f_ext, steps)`` sets the effort (and wrenches) it is
+    given, then advances."""
 
     def __init__(self, model: rbd.Model, q0=None, v0=None, options: SimOptions = SimOptions()):
         self.model = model
         self.options = options
-        self.rows = joint_rows(model)
         self.data = model.create_data()
-        self.q = model.neutral() if q0 is None else np.array(q0, dtype=float)
-        self.v = np.zeros(model.nv) if v0 is None else np.array(v0, dtype=float)
+        o = options
+        self.ground = model.floating_base if o.ground is None else bool(o.ground)
+        points = [p if isinstance(p, ContactPoint) else ContactPoint.parse(p)
+                  for p in o.contact_points]
+        if self.ground:
+            self.points, self.notes = candidates(model, points, o.collision_contacts)
+        else:
+            self.points, self.notes = [], []
+        nv, nq = model.nv, model.nq
+        rows = [j for j in model.joints if j.q_index is not None and j.nq == 1 and j.nv == 1
+                and j.type in ('revolute', 'continuous', 'prismatic')]
+        self.row_v = np.array([j.v_index for j in rows], dtype=np.int64)
+        self.row_q = np.array([j.q_index for j in rows], dtype=np.int64)
+        maxrows = 2 * len(rows) + 3 * len(self.points)
+        mimic = model._mimic_rows
+        # integers: scalars, then the arrays (layout.py)
+        si_arrays = [('ROWS_V_AT', self.row_v), ('ROWS_Q_AT', self.row_q),
+                     ('POINT_BODY_AT', [c.body for c in self.points]),
+                     ('POINT_KIND_AT', [c.kind for c in self.points]),
+                     ('POINT_K_AT', [c.quarter for c in self.points]),
+                     ('Q_FULL_AT', model.q_full_index),
+                     ('MIMIC_AT', [x for m in mimic for x in m[:4]])]
+        n, t1, t2 = ground_frame(o.ground_normal)
+        sf_scalars = np.zeros(L.SF_LEN)
+        sf_scalars[L.DT] = o.dt
+        sf_scalars[L.BOUND] = o.divergence_bound
+        sf_scalars[L.LIMIT_K], sf_scalars[L.LIMIT_C] = o.limit_stiffness, o.limit_damping
+        sf_scalars[L.CONTACT_K], sf_scalars[L.CONTACT_C] = o.contact_stiffness, o.contact_damping
+        sf_scalars[L.MU] = o.friction_coefficient
+        sf_scalars[L.NORMAL:L.NORMAL + 3] = n
+        sf_scalars[L.HEIGHT] = o.ground_height
+        sf_scalars[L.T1:L.T1 + 3], sf_scalars[L.T2:L.T2 + 3] = t1, t2
+        sf_scalars[L.TOLERANCE] = o.solver_tolerance
+        limits = np.column_stack([model.lower_limits[self.row_q], model.upper_limits[self.row_q],
+                                  model.velocity_limits[self.row_v], model.friction[self.row_v]])
+        point_rows = np.array([np.concatenate([c.center, [c.radius], c.axis, c.u])
+                               for c in self.points]).reshape(-1, L.POINT_COLS)
+        sf_arrays = [('ROW_LIMITS_AT', limits),
+                     ('PER_V_AT', np.concatenate([model.damping, model.effort_limits])),
+                     ('POINTS_AT', point_rows),
+                     ('MIMIC_FLOAT_AT', [x for m in mimic for x in m[4:]]),
+                     ('G_AT', model.mimic_map if model.has_mimic else np.zeros(0))]
+        si = np.zeros(L.SI_LEN, dtype=np.int64)
+        si[[L.NV, L.NQ, L.NV_INT, L.NQ_INT]] = nv, nq, model.nv_full, model.nq_full
+        si[L.DIRECT] = int(model.direct)
+        si[L.RK4] = int(o.integrator == 'rk4')
+        si[L.DAMPING], si[L.FRICTION] = int(o.damping), int(o.friction)
+        si[L.EFFORT_LIMITS], si[L.VELOCITY_LIMITS] = int(o.effort_limits), int(o.velocity_limits)
+        si[L.POSITION_LIMITS] = POSITION_LIMITS.index(o.position_limits)
+        si[L.NROWS], si[L.NPOINTS], si[L.GROUND] = len(rows), len(self.points), int(self.ground)
+        si[L.SWEEPS], si[L.NMIMIC] = o.solver_sweeps, len(mimic)
+        si[L.FLOATING] = int(model.floating_base)
+        si[L.MAXROWS] = maxrows
+        si_parts, sf_parts = [si], [sf_scalars]
+        at = L.SI_LEN
+        for slot, values in si_arrays:
+            values = np.asarray(values, dtype=np.int64).ravel()
+            si[getattr(L, slot)] = at
+            si_parts.append(values)
+            at += len(values)
+        at = L.SF_LEN
+        for slot, values in sf_arrays:
+            values = np.asarray(values, dtype=float).ravel()
+            si[getattr(L, slot)] = at
+            sf_parts.append(values)
+            at += len(values)
+        self._si = np.concatenate(si_parts)
+        self._sf = np.concatenate(sf_parts)
+        floats, ints = work_sizes(nv, nq, model.nv_full, model.nq_full, maxrows)
+        self._work = np.zeros(floats)
+        self._iwork = np.zeros(ints, dtype=np.int64)
+        self._command = np.zeros((5, nv))
+        self._f_ext = np.zeros((model.body_int.shape[0], 6))
+        self._out = np.zeros(nv + L.OUT_COLS * len(self.points))
+        self._stats = np.zeros(L.STATS_LEN, dtype=np.int64)
+        self._q = np.array(model.neutral() if q0 is None else q0, dtype=float)
+        self._v = np.zeros(nv) if v0 is None else np.array(v0, dtype=float)
+        if self._q.shape != (nq,) or self._v.shape != (nv,):
+            raise ValueError(f'q0 must have {nq} values and v0 {nv}, got {self._q.shape} and '
+                             f'{self._v.shape}')
         self.t = 0.0
-        self.applied = np.zeros(model.nv)    # the drives' torques in the last step
-        pgs.warm_up()       # compiled (or loaded from numba's cache) now, not in a first step
+        self.status = L.STEP_OK
+        # compiled (or loaded from numba's cache) now, not in a first step
+        simulate(self.data.handle, self._si, self._sf, self._q.copy(), self._v.copy(),
+                 self._command, self._f_ext, self._out.copy(), self._stats.copy(),
+                 self._work, self._iwork, 0)
 
-    def saturate(self, tau_cmd: np.ndarray) -> np.ndarray:
-        """The torques the drives apply: the command, clipped at the effort limits."""
-        tau = np.asarray(tau_cmd, dtype=float)
-        if self.options.effort_limits:
-            tau = np.clip(tau, -self.model.effort_limits, self.model.effort_limits)
-        return tau
+    # -- state ---------------------------------------------------------------------------------
+    @property
+    def q(self) -> np.ndarray:
+        return self._q.copy()
 
-    def step(self, tau_cmd: np.ndarray, f_ext=None) -> bool:
-        """Advance one step under tau_cmd (nv) and the external wrenches f_ext ({link: [f;
-        tau]}, link frame, about its origin). False when the state diverged (NaN, inf, or
-        beyond divergence_bound, or a singular mass matrix): then (q, v) are left as they were
-        and the caller decides (sim_node resets)."""
-        tau = self.saturate(tau_cmd)
-        try:
-            q_free, v_free = self._free_step(self.q, self.v, tau, f_ext)
-            if not self._finite(q_free, v_free):
-                return False
-            if self._near_speed_limit(v_free):
-                q_new, v_new = self._joints(q_free, v_free, limits=False)
-                limited = self._drive_speed_limit(q_free, v_new, tau)
-                if limited is not None:   # the drives give up what would overspeed the joints
-                    tau = limited
-                    q_free, v_free = self._free_step(self.q, self.v, tau, f_ext)
-            self.applied = tau
-            q_new, v_new = self._joints(q_free, v_free)
-        except (ValueError, FloatingPointError, np.linalg.LinAlgError):
-            return False
-        if not self._finite(q_new, v_new):
-            return False
-        self.q, self.v = q_new, v_new
-        self.t += self.options.dt
-        return True
+    @q.setter
+    def q(self, value):
+        value = np.asarray(value, dtype=float)
+        if value.shape != self._q.shape:
+            raise ValueError(f'q must have {self._q.shape[0]} values, got {value.shape}')
+        self._q[:] = value
+
+    @property
+    def v(self) -> np.ndarray:
+        return self._v.copy()
+
+    @v.setter
+    def v(self, value):
+        value = np.asarray(value, dtype=float)
+        if value.shape != self._v.shape:
+            raise ValueError(f'v must have {self._v.shape[0]} values, got {value.shape}')
+        self._v[:] = value
+
+    @property
+    def applied(self) -> np.ndarray:
+        """The drives' efforts in the last step (nv): the saturated effort command plus what
+        the position and velocity commands applied."""
+        return self._out[:self.model.nv].copy()
+
+    @property
+    def solver_stats(self) -> dict:
+        s = self._stats
+        return {'steps': int(s[L.STAT_STEPS]), 'unconverged_solves': int(s[L.STAT_UNCONVERGED]),
+                'max_sweeps': int(s[L.STAT_MAX_SWEEPS]), 'rows': int(s[L.STAT_ROWS])}
+
+    # -- inputs --------------------------------------------------------------------------------
+    def set_effort(self, tau) -> None:
+        """The drives' effort commands (nv), saturated at the effort limits in the step."""
+        tau = np.asarray(tau, dtype=float)
+        if tau.shape != (self.model.nv,):
+            raise ValueError(f'tau must have {self.model.nv} values, got {tau.shape}')
+        self._command[L.EFFORT] = tau
+
+    def set_drives(self, kp=0.0, kd=0.0, q_ref=0.0, v_ref=0.0) -> None:
+        """Position and velocity commands per velocity index (nv each, or one value): the drive
+        applies kp (q_ref - q) + kd (v_ref - v) at every step, implicitly (stable for any gain
+        on any link), on top of the effort command and within the effort limit. kp = kd = 0:
+        no drive. Only single-DoF joints have drives."""
+        for row, value in ((L.KP, kp), (L.KD, kd), (L.Q_REF, q_ref), (L.V_REF, v_ref)):
+            self._command[row] = np.broadcast_to(np.asarray(value, dtype=float),
+                                                 (self.model.nv,))
+        if np.any(self._command[L.KP:L.KD + 1] < 0) or not np.all(np.isfinite(self._command)):
+            raise ValueError('drive gains must be >= 0 and every command finite')
+
+    def set_wrenches(self, f_ext) -> None:
+        """External wrenches {link: [f; tau] in the link frame, about its origin} (None: none),
+        held until changed."""
+        self._f_ext[:] = 0.0
+        if f_ext:
+            self._f_ext[:] = external_wrenches(self.model, self.data, f_ext, None)
+
+    def step(self, tau_cmd=None, f_ext=None, steps: int = 1) -> bool:
+        """Advance ``steps`` steps of dt under the effort command ``tau_cmd`` (nv; None: the
+        one set before) and the external wrenches ``f_ext`` ({link: [f; tau]}, link frame,
+        about its origin; None: none). False when the state diverged (NaN, inf, beyond
+        divergence_bound, or a singular mass matrix): (q, v) are then as they were before the
+        step that failed, and the caller decides (sim_node resets)."""
+        if tau_cmd is not None:
+            self.set_effort(tau_cmd)
+        self.set_wrenches(f_ext)
+        return self.advance(steps)
+
+    def advance(self, steps: int = 1) -> bool:
+        """``steps`` steps under the inputs as they are set."""
+        before = int(self._stats[L.STAT_STEPS])
+        self.status = simulate(self.data.handle, self._si, self._sf, self._q, self._v,
+                               self._command, self._f_ext, self._out, self._stats, self._work,
+                               self._iwork, steps)
+        self.t += (int(self._stats[L.STAT_STEPS]) - before) * self.options.dt
+        return self.status == L.STEP_OK
+
+    # -- contacts and energy -------------------------------------------------------------------
+    def contacts(self):
+        """The contact points that touched the ground in the last step: a list of (link, world
+        location, world force on the robot: mean over the step)."""
+        nv, out = self.model.nv, self._out
+        found = []
+        for p, c in enumerate(self.points):
+            o = nv + L.OUT_COLS * p
+            if out[o + L.OUT_ACTIVE] > 0.0:
+                found.append((c.link, out[o + L.OUT_AT:o + L.OUT_AT + 3].copy(),
+                              out[o + L.OUT_FORCE:o + L.OUT_FORCE + 3].copy()))
+        return found
 
     def energy(self) -> float:
-        """Kinetic plus potential energy of the state (J)."""
-        return (rbd.kinetic_energy(self.model, self.q, self.v, data=self.data)
-                + rbd.potential_energy(self.model, self.q, data=self.data))
+        """Kinetic plus potential energy of the state (J), the contact springs' included."""
+        q, v = self._q, self._v
+        energy = (rbd.kinetic_energy(self.model, q, v, data=self.data)
+                  + rbd.potential_energy(self.model, q, data=self.data))
+        if self.points:
+            n, h = self._sf[L.NORMAL:L.NORMAL + 3], self.options.ground_height
+            for link, where in self.point_locations(q):
+                depth = h - float(n @ where)
+                if depth > 0:
+                    energy += 0.5 * self.options.contact_stiffness * depth * depth
+        return energy
 
-    # -- the parts of a step -------------------------------------------------------------------
-    def _finite(self, q, v) -> bool:
-        bound = self.options.divergence_bound
-        return bool(np.all(np.isfinite(q)) and np.all(np.isfinite(v))
-                    and np.max(np.abs(v), initial=0.0) <= bound
-                    and np.max(np.abs(q[self.rows.q]), initial=0.0) <= bound)
-
-    def _acceleration(self, q, v, tau, f_ext):
-        return rbd.forward_dynamics(self.model, q, v, tau, f_ext, data=self.data)
-
-    def _free_step(self, q, v, tau, f_ext):
-        """The smooth dynamics over one step, without damping, friction and limits."""
-        dt, model, d = self.options.dt, self.model, self.data
-        if self.options.integrator == 'semi_implicit_euler':
-            v_new = v + dt * self._acceleration(q, v, tau, f_ext)
-            return rbd.integrate(model, q, v_new, dt, data=d), v_new
-        a1 = self._acceleration(q, v, tau, f_ext)
-        v2 = v + 0.5 * dt * a1
-        a2 = self._acceleration(rbd.integrate(model, q, v, 0.5 * dt, data=d), v2, tau, f_ext)
-        v3 = v + 0.5 * dt * a2
-        a3 = self._acceleration(rbd.integrate(model, q, v2, 0.5 * dt, data=d), v3, tau, f_ext)
-        v4 = v + dt * a3
-        a4 = self._acceleration(rbd.integrate(model, q, v3, dt, data=d), v4, tau, f_ext)
-        q_new = rbd.integrate(model, q, (v + 2.0 * v2 + 2.0 * v3 + v4) / 6.0, dt, data=d)
-        return q_new, v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
-
-    def _near_speed_limit(self, v_free) -> bool:
-        """Whether a joint may end this step past its velocity limit: only then is the
-        drives' share worked out (a solve of its own; damping and friction only slow a
-        joint, so half the limit is a wide margin, and the limit rows of the final solve
-        bound the speed in any case)."""
-        rows = self.rows
-        return bool(self.options.velocity_limits and len(rows.v)
-                    and np.any(np.abs(v_free[rows.v]) > 0.5 * rows.velocity))
-
-    def _drive_speed_limit(self, q, v_end, tau):
-        """A drive limits its joint's speed by giving up torque, as a real one does: the
-        torques, reduced (never reversed) where they would take a joint past its velocity
-        limit by the end of this step (v_end: with damping and friction); None when no joint
-        would go past it."""
-        rows = self.rows
-        if not self.options.velocity_limits or len(rows.v) == 0:
-            return None
-        vf, tr, vmax = v_end[rows.v], tau[rows.v], rows.velocity
-        over = np.nonzero((np.abs(vf) > vmax) & (np.sign(tr) == np.sign(vf)) & (tr != 0))[0]
-        if len(over) == 0:
-            return None
-        dt = self.options.dt
-        W = rbd.mass_matrix(self.model, q, data=self.data)
-        if self.options.damping:
-            W[np.diag_indices_from(W)] += dt * self.model.damping
-        G = np.linalg.inv(W)
-        idx = rows.v[over]
-        target = np.sign(vf[over]) * vmax[over]
-        # the torque change that brings these joints to their limit speed (v changes by
-        # about dt M^-1 dtau), kept between giving up all of the drive's torque and none
-        delta = np.linalg.solve(dt * G[np.ix_(idx, idx)], target - vf[over])
-        delta = np.where(tr[over] > 0, np.clip(delta, -tr[over], 0.0),
-                         np.clip(delta, 0.0, -tr[over]))
-        limited = tau.copy()
-        limited[idx] += delta
-        return limited
-
-    def _joints(self, q_free, v_free, limits=True):
-        """Damping, friction and limits as one implicit velocity update; then the positions.
-        ``limits`` False leaves the position and velocity limits out (a step's first pass,
-        which finds what the drives must give up)."""
-        o, rows, dt, model = self.options, self.rows, self.options.dt, self.model
-        theta = 0.5 if o.integrator == 'rk4' else 1.0
-        damping = model.damping if o.damping else np.zeros(model.nv)
-        lower_gap = q_free[rows.q] - rows.lower      # > 0 inside the limits
-        upper_gap = rows.upper - q_free[rows.q]
-        spring = np.zeros(len(rows.v))
-        if o.position_limits == 'spring':
-            spring = np.where((lower_gap < 0) | (upper_gap < 0), 1.0, 0.0)
-        friction = rows.friction if o.friction else np.zeros(len(rows.v))
-        constrained = (limits and o.position_limits == 'constraint'
-                       and bool(np.any(np.isfinite(rows.lower) | np.isfinite(rows.upper))))
-        if not (np.any(damping) or np.any(friction) or np.any(spring) or constrained
-                or (o.velocity_limits and limits and np.any(np.isfinite(rows.velocity)))):
-            return q_free, v_free
-        row_diagonal, row_rhs = np.zeros(len(rows.v)), np.zeros(len(rows.v))
-        if np.any(spring):    # implicit one-sided spring-damper beyond the limits
-            k, c = o.limit_stiffness * spring, o.limit_damping * spring
-            row_diagonal = dt * c + dt * dt * k
-            penetration = np.where(lower_gap < 0, lower_gap, np.where(upper_gap < 0, -upper_gap, 0.0))
-            row_rhs = dt * k * penetration
-        lo = np.full(len(rows.v), -np.inf)
-        hi = np.full(len(rows.v), np.inf)
-        if constrained:       # end the step within the limits: q+ = q* + theta dt (v+ - v*)
-            vf = v_free[rows.v]
-            lo = np.maximum(lo, vf - lower_gap / (theta * dt))
-            hi = np.minimum(hi, vf + upper_gap / (theta * dt))
-            # a joint that crossed its limit in the step stops there (no bounce when stopping
-            # suffices)
-            lo = np.where(lower_gap < 0, np.maximum(lo, np.minimum(0.0, hi)), lo)
-            hi = np.where(upper_gap < 0, np.minimum(hi, np.maximum(0.0, lo)), hi)
-        if o.velocity_limits and limits:
-            lo = np.maximum(lo, -rows.velocity)
-            hi = np.minimum(hi, rows.velocity)
-        # v+ = W^-1 (M v* - row_rhs + lambda), W = M + dt D + row_diagonal: pgs.py
-        M = rbd.mass_matrix(model, q_free, data=self.data)
-        v_new = np.empty(model.nv)
-        if not pgs.joint_row_velocities(M, v_free, dt * damping, rows.v, row_diagonal, row_rhs,
-                                        lo, hi, friction * dt, 200, 1e-13, v_new):
-            raise np.linalg.LinAlgError('M + dt D is not positive definite')
-        q_new = rbd.integrate(model, q_free, v_new - v_free, theta * dt, data=self.data)
-        return q_new, v_new
-
+    def point_locations(self, q=None):
+        """[(link, world location of each contact candidate's lowest point)] at q (the state's
+        by default)."""
+        q = self._q if q is None else q
+        poses = rbd.frame_poses(self.model, q, data=self.data)
+        n = self._sf[L.NORMAL:L.NORMAL + 3]
+        out = []
+        for c in self.points:
+            T = poses[c.link]
+            # the body frame from the link frame: body = link pose o (link in body)^-1
+            f = self.model.frame_index[c.link]
+            P = self.model.frame_placement[f]
+            E, r = P[:9].reshape(3, 3), P[9:]
+            R_body = T[:3, :3] @ E.T
+            p_body = T[:3, 3] - R_body @ r
+            centre = R_body @ c.center + p_body
+            if c.kind == L.SPHERE:
+                out.append((c.link, centre - c.radius * n))
+                continue
+            a = R_body @ c.axis
+            d = -(n - (n @ a) * a)
+            norm = np.linalg.norm(d)
+            d = d / norm if norm > 1e-9 else R_body @ c.u
+            for _ in range(c.quarter):
+                d = np.cross(a, d)
+            out.append((c.link, centre + c.radius * d))
+        return out
