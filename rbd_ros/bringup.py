@@ -5,11 +5,14 @@ The equivalent of launch/rbd.launch.py and launch/sim.launch.py for machines wit
 every node whose name has a section in it (``rbd_dynamics``, ``rbd_frames``, ``rbd_sim``) is
 started, unless ``--nodes`` picks them.
 
-    bringup [CONFIG.yaml] [--urdf PATH] [--nodes sim,dynamics,frames] [--duration S]
-            [--ros-args ...]
+    bringup [CONFIG.yaml] [--urdf PATH] [--floating-base] [--nodes sim,dynamics,frames]
+            [--duration S] [--ros-args ...]
 
 ``--urdf`` gives every node the URDF file (its ``robot_description_file`` parameter); without it,
-the nodes take the YAML's value or the latched ``robot_description`` topic.
+the nodes take the YAML's value or the latched ``robot_description`` topic. ``--floating-base``
+sets ``floating_base`` on the simulator and the dynamics node and connects the simulator's
+``~/base_state`` to the dynamics node's (a legged robot or a mobile base; config/solo12.yaml
+has the rest of such a set-up for the bundled Solo-12).
 """
 from __future__ import annotations
 
@@ -27,6 +30,8 @@ NODE_CLASSES = {
 }
 #: the remapping that closes the loop (as in launch/sim.launch.py)
 CLOSE_LOOP_REMAP = '~/effort_commands:=/rbd_dynamics/effort_commands'
+#: with a floating base, the dynamics node reads the simulator's base state
+BASE_STATE_REMAP = '~/base_state:=/rbd_sim/base_state'
 #: start order: the simulator first, so that joint_states exist when the consumers come up
 START_ORDER = ('sim', 'dynamics', 'frames')
 
@@ -71,13 +76,15 @@ def nodes_in_config(config: str | pathlib.Path | None) -> list[str]:
 def create_nodes(which: Iterable[str], *, config=None, urdf_xml: str | None = None,
                  urdf_path: str | None = None,
                  overrides: Mapping[str, Mapping[str, Any]] | None = None, context=None,
-                 namespace: str | None = None) -> list:
+                 namespace: str | None = None, floating_base: bool = False) -> list:
     """Instantiate the nodes ``which`` (keys of NODE_CLASSES) in ``context``, in START_ORDER.
     Parameters: the YAML ``config`` (a ROS parameters file), then ``urdf_xml`` as
     robot_description or ``urdf_path`` as robot_description_file, then ``overrides[key]``
     ({name: value}), later ones winning. With both
     sim and dynamics, the loop is closed: the simulator's ~/effort_commands is remapped to the
-    dynamics node's (so ``command_source`` on rbd_dynamics drives the simulated robot)."""
+    dynamics node's (so ``command_source`` on rbd_dynamics drives the simulated robot).
+    ``floating_base``: set on sim and dynamics. With both, the dynamics node's ~/base_state is
+    the simulator's (used when floating_base is on, by this or by the config)."""
     import importlib
 
     from rclpy.parameter import Parameter
@@ -93,12 +100,16 @@ def create_nodes(which: Iterable[str], *, config=None, urdf_xml: str | None = No
                 params['robot_description'] = urdf_xml
             if urdf_path is not None:
                 params['robot_description_file'] = str(urdf_path)
+            if floating_base and key in ('sim', 'dynamics'):
+                params['floating_base'] = True
             params.update((overrides or {}).get(key, {}))
             cli_args = ['--ros-args']
             if config:
                 cli_args += ['--params-file', str(config)]
             if key == 'sim' and 'dynamics' in which:
                 cli_args += ['-r', CLOSE_LOOP_REMAP]
+            if key == 'dynamics' and 'sim' in which:
+                cli_args += ['-r', BASE_STATE_REMAP]
             nodes.append(cls(context=context, namespace=namespace, cli_args=cli_args,
                              parameter_overrides=[Parameter(k, value=v)
                                                   for k, v in params.items()]))
@@ -115,6 +126,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help='ROS 2 parameters file (default: the package\'s config/rbd.yaml)')
     parser.add_argument('--urdf', help='URDF file for robot_description ("bundled": the '
                         'bundled arm)')
+    parser.add_argument('--floating-base', action='store_true',
+                        help='the robot\'s root moves freely: floating_base on sim and dynamics, '
+                        'the simulator\'s ~/base_state into the dynamics node')
     parser.add_argument('--nodes', help='comma-separated subset of sim,dynamics,frames '
                         '(default: the nodes with a section in the config)')
     parser.add_argument('--duration', type=float, default=0.0,
@@ -143,7 +157,7 @@ def main(args: list[str] | None = None) -> int:
             print(f'bringup: --urdf {opts.urdf}: no such file', file=sys.stderr)
             return 2
     return run(lambda context: create_nodes(which, config=config, urdf_path=urdf_path,
-                                            context=context),
+                                            context=context, floating_base=opts.floating_base),
                argv, name='bringup', duration=opts.duration)
 
 

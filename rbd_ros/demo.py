@@ -9,7 +9,14 @@ joint; the summary gives the tracking error per phase (max and RMS, after the fi
 a plot (reference against measured per joint, and the commanded torques) is written as a PNG
 whose path is printed. It ends by itself after the two phases (about 10 s), or on Ctrl-C.
 
+``--legged``: the bundled Solo-12 quadruped (config/solo12.yaml), dropped from 35 cm onto the
+ground with its legs in the standing pose, held by ``gravity_pd`` in ``rbd_dynamics`` through
+the simulator's ``~/base_state``: it lands, settles and stands. The summary gives the impact,
+the settled height and its drift, and the foot forces against the robot's weight; the plot
+shows the base height and each foot's contact force.
+
     python -m rbd_ros.demo [URDF] [--payload 2.0] [--plot PATH]
+    python -m rbd_ros.demo --legged [--plot PATH]
 """
 from __future__ import annotations
 
@@ -134,7 +141,134 @@ def parse_args(argv):
                         'directory)')
     parser.add_argument('--timeout', type=float, default=60.0,
                         help='give up after this many wall seconds (default 60)')
+    parser.add_argument('--legged', action='store_true',
+                        help='the bundled Solo-12 dropped onto the ground stands (gravity_pd)')
     return parser.parse_args(argv)
+
+
+LEGGED_S = 4.0           # simulated s of the legged demo
+DROP_HEIGHT = 0.35       # m: the base's start height (its feet 12 cm above the ground)
+
+
+def legged(opts) -> int:
+    """Solo-12 dropped onto the ground stands: sim + dynamics (gravity_pd) with the base's
+    state, lockstep; base height and foot forces recorded from the topics."""
+    import rclpy
+    from geometry_msgs.msg import WrenchStamped
+    from nav_msgs.msg import Odometry
+
+    from rbd_ros.bringup import create_nodes, package_file
+    from rbd_ros.ros.node import run
+    from rbd_ros.ros.qos import OUTPUT_QOS
+
+    urdf, config = package_file('robots', 'solo12.urdf'), package_file('config', 'solo12.yaml')
+    path = opts.plot or os.path.join(tempfile.gettempdir(), 'rbd_ros_demo_legged.png')
+    tty = sys.stdout.isatty()
+    print(f'rbd_ros legged demo: Solo-12 ({urdf}) dropped from {DROP_HEIGHT} m onto the ground; '
+          f'rbd_sim (floating base, ground contact, lockstep) + rbd_dynamics (gravity_pd on the '
+          f'base state), {config}')
+    made = {}
+    heights, forces = [], {}
+
+    def on_base(msg):
+        heights.append((msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec,
+                        msg.pose.pose.position.z, msg.pose.pose.position.x,
+                        msg.pose.pose.position.y))
+
+    def on_wrench(msg):
+        f = msg.wrench.force
+        forces.setdefault(msg.header.frame_id, []).append(
+            (msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec,
+             math.sqrt(f.x * f.x + f.y * f.y + f.z * f.z)))
+
+    def make(context):
+        nodes = create_nodes(['sim', 'dynamics'], context=context, config=config, urdf_path=urdf,
+                             floating_base=True, overrides={
+                                 'sim': {'initial_base_pose': [0.0, 0.0, DROP_HEIGHT, 0.0, 0.0,
+                                                               0.0, 1.0],
+                                         'lockstep': True, 'publish_clock': True},
+                                 'dynamics': {'input_timeout': 0.0,
+                                              'joint_states_qos': 'reliable'}})
+        node = rclpy.create_node('rbd_demo', context=context)
+        node.create_subscription(Odometry, 'rbd_sim/base_state', on_base, OUTPUT_QOS)
+        node.create_subscription(WrenchStamped, 'rbd_sim/contact_wrenches', on_wrench, 100)
+        made.update(nodes=nodes, t0=time.monotonic())
+        return [*nodes, node]
+
+    def tick():
+        sim = made['nodes'][0]
+        if time.monotonic() - made['t0'] > opts.timeout:
+            print('demo: timed out', file=sys.stderr)
+            return True
+        if heights:
+            t, z = heights[-1][:2]
+            feet = sum(1 for samples in forces.values() if samples and samples[-1][0] == t)
+            line = f'  simulated time {sim.sim_time:5.2f} s   base height {z:.4f} m   feet on ' \
+                   f'the ground {feet}'
+            sys.stdout.write(('\r' + line + '\x1b[K') if tty else line + '\n')
+            sys.stdout.flush()
+        return sim.sim_time >= LEGGED_S
+
+    status = run(make, [sys.argv[0]], name='demo', on_tick=tick, tick_period=0.25 if tty else 1.0)
+    if status or 'nodes' not in made:
+        return status or 1
+    sim, dyn = made['nodes']
+    if tty:
+        print()
+    t = np.array([h[0] for h in heights])
+    z = np.array([h[1] for h in heights])
+    if len(t) < 10:
+        print('demo: no base state recorded', file=sys.stderr)
+        return 1
+    t = t - t[0]
+    landed = t[np.argmax(np.array([any(s and abs(s_t - tt) < 1e-9 for s in forces.values()
+                                       for s_t, _ in s[-1:]) for tt in t]))] if forces else math.nan
+    late = t > LEGGED_S - 1.0
+    weight = sim.runtime.robot.model.total_mass * 9.81
+    total = {}
+    for samples in forces.values():
+        for s_t, f in samples:
+            total[s_t] = total.get(s_t, 0.0) + f
+    last = [v for k, v in sorted(total.items())][-20:]
+    print('summary:')
+    print(f'  lowest base height {z.min():.4f} m (standing at {z[late].mean():.4f} m), drift over '
+          f'the last 1 s {1e3 * (z[late].max() - z[late].min()):.3f} mm')
+    xy = np.array([[h[2], h[3]] for h in heights])
+    print(f'  base moved {1e3 * float(np.linalg.norm(xy[-1] - xy[len(xy) // 2])):.3f} mm '
+          'horizontally over the second half')
+    vertical = sum(float(f[2]) for _, _, f in sim.runtime.sim.contacts())
+    print(f'  feet on the ground: {len(forces)}; the ground carries {vertical:.2f} N of a '
+          f'weight of {weight:.2f} N (contact force magnitudes, friction included: '
+          f'{np.mean(last) if last else 0.0:.2f} N)')
+    print(f'  divergence resets {sim.divergence_resets}; rejected inputs: dynamics '
+          f'{sum(dyn.stats.rejected.values())}, sim {sum(sim.stats.rejected.values())}')
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+        a1.plot(t, z, lw=1.2)
+        a1.set_ylabel('base height [m]')
+        t0 = heights[0][0]
+        for foot, samples in sorted(forces.items()):
+            a2.plot([s_t - t0 for s_t, _ in samples], [f for _, f in samples], lw=1, label=foot)
+        a2.axhline(weight / 4, color='0.6', lw=0.8, ls='--', label='weight / 4')
+        a2.set_ylabel('contact force [N]')
+        a2.set_xlabel('simulated time [s]')
+        a2.legend(fontsize=8, loc='upper right')
+        fig.suptitle(f'Solo-12 dropped from {DROP_HEIGHT} m, gravity_pd through ~/base_state',
+                     fontsize=10)
+        fig.tight_layout()
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        print(f'plot: {path}')
+    except ImportError:
+        print('plot: skipped, matplotlib is not installed (pip install matplotlib)')
+    standing = abs(z[late].mean() - z[-1]) < 0.01 and len(forces) == 4
+    if not standing:
+        print('demo: the robot did not stand', file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv=None) -> int:
@@ -147,6 +281,8 @@ def main(argv=None) -> int:
     from rbd_ros.ros.robot import load_robot
 
     opts = parse_args(sys.argv[1:] if argv is None else argv)
+    if opts.legged:
+        return legged(opts)
     urdf = opts.urdf or str(default_urdf())
     try:
         xml = open(urdf).read()

@@ -111,9 +111,11 @@ class DynamicsNode(RbdNode):
                                counted=False)
         self.subscribe_checked(JointTrajectory, '~/trajectory_in', self.on_trajectory_in,
                                COMMAND_QOS, counted=False)
+        self._said_waiting = False
         if p['floating_base']:
-            self.subscribe_checked(Odometry, '~/base_state', self.on_base_state,
-                                   joint_states_qos(p['joint_states_qos']), counted=False)
+            sub = self.subscribe_checked(Odometry, '~/base_state', self.on_base_state,
+                                         joint_states_qos(p['joint_states_qos']), counted=False)
+            self._base_topic = sub.topic_name
         self.pub_gravity = self.create_publisher(JointState, '~/gravity_torques', OUTPUT_QOS)
         self.pub_id = self.create_publisher(JointState, '~/inverse_dynamics', OUTPUT_QOS)
         self.pub_fd = self.create_publisher(JointTrajectory, '~/forward_dynamics', OUTPUT_QOS)
@@ -179,6 +181,16 @@ class DynamicsNode(RbdNode):
         if self.params['floating_base']:
             return self.base is None or now - self.base.received > timeout
         return False
+
+    def waiting_for(self) -> str | None:
+        if self.params['floating_base'] and self.base is None:
+            return f'the floating base\'s state on {self._base_topic} (nav_msgs/Odometry)'
+        return None
+
+    def runtime_changed(self, runtime) -> None:
+        if self.params['floating_base'] and self.base is None and not self._said_waiting:
+            self._said_waiting = True
+            self.get_logger().info(f'waiting for {self.waiting_for()}: outputs start with it')
 
     def _base_state(self):
         """(q[:7], v[:6]) of the base, or (None, None) for a fixed base. Raises Rejected when a
@@ -388,12 +400,17 @@ class DynamicsNode(RbdNode):
         t = stamp_ns(msg.header.stamp)
         if self.base is not None and t < self.base.stamp_ns:
             raise Rejected('time_backwards', 'base_state stamp older than the previous one')
+        first = self.base is None
         self.base = BaseState(q, v, time.monotonic(), t)
+        if first:
+            self.get_logger().info(f'floating base state received on {self._base_topic}')
 
     def extra_diagnostics(self) -> dict:
         stale = self.runtime is not None and self.is_stale()
         commanding = self.params['command_source'] != 'none'
         # "resumed" only after a logged "stopped" (stale before the first input is not logged)
+        if self.waiting_for() is not None:
+            stale = False       # (waiting for the base's first state is said as such)
         if commanding and stale and not self._was_stale and self.stats.last_input_time:
             self.get_logger().warning('input stale: torque commands stopped')
             self._was_stale = True

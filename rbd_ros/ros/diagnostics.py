@@ -89,9 +89,11 @@ class Stats:
 
 
 def diagnostic_status(node_name: str, robot, stats: Stats, stale: bool,
-                      extra: Mapping[str, str] | None = None) -> DiagnosticStatus:
-    """The node's DiagnosticStatus: ERROR without a model, WARN when stale, after rejections,
-    internal errors or with model warnings, OK otherwise."""
+                      extra: Mapping[str, str] | None = None,
+                      waiting: str | None = None) -> DiagnosticStatus:
+    """The node's DiagnosticStatus: ERROR without a model, WARN while it waits for an input
+    (``waiting``: what) or when stale, after rejections, internal errors or with model
+    warnings, OK otherwise."""
     st = DiagnosticStatus()
     st.name = f'{node_name}: rbd_ros'
     values = {}
@@ -102,7 +104,9 @@ def diagnostic_status(node_name: str, robot, stats: Stats, stale: bool,
         st.hardware_id = robot.model.name
         values.update(model=str(robot.model.name), nq=str(robot.nq), nv=str(robot.nv),
                       model_generation=str(robot.generation), description_source=robot.source)
-        if stale:
+        if waiting:
+            st.level, st.message = DiagnosticStatus.WARN, f'waiting for {waiting}'
+        elif stale:
             st.level, st.message = DiagnosticStatus.WARN, 'input stale: torque outputs stopped'
         elif stats.internal_errors:
             st.level, st.message = DiagnosticStatus.WARN, 'running; internal errors (a bug: please report)'
@@ -114,6 +118,8 @@ def diagnostic_status(node_name: str, robot, stats: Stats, stale: bool,
             st.level, st.message = DiagnosticStatus.OK, 'running'
     values.update(stats.key_values())
     values['stale_input'] = str(bool(stale)).lower()
+    values['waiting_for'] = waiting or ''
+
     values.update({k: str(v) for k, v in (extra or {}).items()})
     st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
     return st

@@ -111,6 +111,11 @@ class RbdNode(Node):
         self.subscribe_checked(String, 'robot_description', self._on_topic, LATCHED_QOS,
                                counted=False)
         text, name, path = self._description_parameter()
+        if not text:     # (said once; /diagnostics says it too)
+            topic = self.resolve_topic_name('robot_description')
+            self.get_logger().info(f'waiting for a robot description: the latched {topic} '
+                                   'topic (or set robot_description, robot_description_file, '
+                                   'or --urdf PATH)')
         if text:
             try:
                 robot = self._load(text, 'parameter' if path is None else f'file {path}', path)
@@ -156,11 +161,11 @@ class RbdNode(Node):
         self._generation = robot.generation
         self.stats.model_warnings = len(robot.model.warnings)
         self.runtime = runtime          # the swap: one assignment
-        self.runtime_changed(runtime)
         self.get_logger().info(
             f'model {robot.model.name!r} from {robot.source}: nq={robot.nq} nv={robot.nv}, '
             f'joints {", ".join(robot.joint_names)}'
             + (f' ({len(robot.model.warnings)} warnings)' if robot.model.warnings else ''))
+        self.runtime_changed(runtime)
 
     def _refused(self, source: str, exc: Exception) -> None:
         self.stats.description_errors += 1
@@ -223,6 +228,10 @@ class RbdNode(Node):
     def is_stale(self) -> bool:
         return False
 
+    def waiting_for(self) -> str | None:
+        """What the node, with a model, still waits for before it can publish (None: nothing)."""
+        return None
+
     def extra_diagnostics(self) -> dict:
         """Node-specific /diagnostics key-values."""
         return {}
@@ -278,9 +287,11 @@ class RbdNode(Node):
     def publish_diagnostics(self) -> None:
         arr = DiagnosticArray()
         arr.header.stamp = self.get_clock().now().to_msg()
+        waiting = self.waiting_for() if self.robot is not None else None
         arr.status = [diagnostic_status(self.get_fully_qualified_name(), self.robot, self.stats,
-                                        self.robot is not None and self.is_stale(),
-                                        self.extra_diagnostics())]
+                                        self.robot is not None and waiting is None
+                                        and self.is_stale(), self.extra_diagnostics(),
+                                        waiting=waiting)]
         self.pub_diag.publish(arr)
 
 
