@@ -22,9 +22,10 @@ setup(
     extras_require={
         'fast': ['numba>=0.56'],       # the oldest measured (README: numba versions)
         'demo': ['matplotlib'],         # the demo's plot
-        # pin (Pinocchio) is the test oracle; example-robot-data the corpus of public robots
+        # pin (Pinocchio) is the test oracle; example-robot-data the corpus of public robots;
+        # mujoco only for the simulator's side-by-side benchmark (benchmarks/sim_bench.py)
         'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'example-robot-data==6.0.0',
-                 'scipy'],
+                 'scipy', 'mujoco'],
     },
     zip_safe=True,
     maintainer='rbd_ros maintainers',

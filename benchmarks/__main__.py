@@ -1,13 +1,16 @@
-"""Every benchmark in one run:
+"""Every benchmark in one run, or one of them:
 
-    .venv/bin/python -m benchmarks [--smoke]
+    .venv/bin/python -m benchmarks [dynamics | sim | node] [--smoke]
 
-1. the dynamics core against Pinocchio, side by side: per-call medians and batched throughput
-   (benchmarks/dynamics_bench.py);
-2. dynamics_node at 1 kHz against a bare rclpy relay on the same transport: added latency
-   percentiles, lost messages, CPU, resident memory, start-up (benchmarks/node_bench.py).
+1. ``dynamics``: the dynamics core against Pinocchio, side by side: per-call medians and
+   batched throughput (benchmarks/dynamics_bench.py);
+2. ``sim``: the simulator's step against MuJoCo's on the same URDF, dt and contacts: us per
+   step and the real-time factor (benchmarks/sim_bench.py);
+3. ``node``: dynamics_node at 1 kHz against a bare rclpy relay on the same transport: added
+   latency percentiles, lost messages, CPU, resident memory, start-up
+   (benchmarks/node_bench.py).
 
-``--smoke`` runs both for a few seconds (the test suite does, so they never rot; nothing in the
+``--smoke`` runs them for a few seconds (the test suite does, so they never rot; nothing in the
 tests asserts a time).
 
 Beside them, the fuzz and soak campaign against the running nodes (minutes; see
@@ -15,18 +18,27 @@ benchmarks/campaign.py): ``.venv/bin/python -m benchmarks.campaign``.
 """
 import argparse
 
-from benchmarks import dynamics_bench, node_bench
+from benchmarks import dynamics_bench, node_bench, sim_bench
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='python -m benchmarks',
                                      description='rbd_ros benchmarks, all in one run')
+    parser.add_argument('which', nargs='?', choices=('all', 'dynamics', 'sim', 'node'),
+                        default='all', help='one benchmark (default: all of them)')
     parser.add_argument('--smoke', action='store_true', help='a few seconds in all')
     args = parser.parse_args(argv)
-    print('## rbd_ros.dynamics vs Pinocchio\n')
-    dynamics_bench.run(smoke=args.smoke)
-    print('\n## dynamics_node at 1 kHz vs a bare rclpy relay\n', flush=True)
-    return node_bench.main(['--smoke'] if args.smoke else [])
+    status = 0
+    if args.which in ('all', 'dynamics'):
+        print('## rbd_ros.dynamics vs Pinocchio\n')
+        dynamics_bench.run(smoke=args.smoke)
+    if args.which in ('all', 'sim'):
+        print('\n## the simulator\'s step vs MuJoCo\n', flush=True)
+        status |= sim_bench.run(smoke=args.smoke)
+    if args.which in ('all', 'node'):
+        print('\n## dynamics_node at 1 kHz vs a bare rclpy relay\n', flush=True)
+        status |= node_bench.main(['--smoke'] if args.smoke else [])
+    return status
 
 
 if __name__ == '__main__':

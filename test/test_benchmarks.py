@@ -38,6 +38,21 @@ def test_dynamics_bench_smoke():
         assert function in names, result.stdout
 
 
+def test_sim_bench_smoke():
+    """The simulator against MuJoCo (mujoco is in the test extra): both columns filled for the
+    arm, UR5 and Solo-12 with contacts, and none of our steps diverged."""
+    result = run_smoke('benchmarks.sim_bench')
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = table_rows(result.stdout)
+    assert rows[0][:4] == ['robot', 'integrator', 'rbd_ros one call', 'rbd_ros batch']
+    robots = {row[0] for row in rows[2:]}
+    assert 'bundled arm (7 DoF)' in robots and 'Solo-12 standing, 4 foot contacts' in robots
+    for row in rows[2:]:
+        assert 'diverged' not in row[3], result.stdout
+        if pytest.importorskip('mujoco'):
+            assert row[4] not in ('', '-') and row[6] not in ('', '-'), result.stdout
+
+
 def test_node_bench_smoke():
     pytest.importorskip('rclpy')
     result = run_smoke('benchmarks.node_bench')

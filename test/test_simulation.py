@@ -274,10 +274,15 @@ def test_soft_and_friction_cone_rows_meet_their_conditions():
                 else:       # at a bound: the spring would have pushed past it
                     at_lo = abs(lam[i] - lo[i]) <= tol
                     assert (want <= lam[i] + tol) if at_lo else (want >= lam[i] - tol), (trial, i)
+        from rbd_ros.simulation.pgs import STICK_COMPLIANCE
         for c in range(contacts):
             r = 3 * c
-            lam_t, v_t = lam[r + 1:r + 3], v[r + 1:r + 3]
+            lam_t = lam[r + 1:r + 3]
+            # (the tangent rows are a touch compliant: the slip they solve for is J v + c lam)
+            v_t = v[r + 1:r + 3] + STICK_COMPLIANCE * np.diag(G)[r + 1:r + 3] * lam_t
             radius = fric[r + 1] * lam[r]
+            if np.linalg.norm(lam_t) < radius - tol:     # inside the cone: sticking
+                assert np.linalg.norm(v_t) < tol, trial
             assert np.linalg.norm(lam_t) <= radius + tol, trial
             if np.linalg.norm(v_t) > 1e-6 and radius > tol:   # sliding: on the rim, against v_t
                 assert np.linalg.norm(lam_t) == pytest.approx(radius, abs=tol), trial

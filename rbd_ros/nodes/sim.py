@@ -324,7 +324,8 @@ class SimNode(RbdNode):
             elif sim.ground:
                 links = sorted({c.link for c in sim.points})
                 self.get_logger().info(f'ground contact: {len(sim.points)} points on '
-                                       f'{len(links)} links ({", ".join(links[:8])}'
+                                       f'{len(links)} link{"s" if len(links) > 1 else ""} '
+                                       f'({", ".join(links[:8])}'
                                        f'{", ..." if len(links) > 8 else ""})')
         count = len(robot.joint_names)
         return Runtime(robot=robot, sim=sim, command_names=names, command_slots=slots, q0=q0,

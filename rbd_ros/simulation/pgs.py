@@ -269,6 +269,17 @@ def cholesky_in_place(W):
 
 
 @kernel
+def cholesky_forward(L, b):
+    """b = L^-1 b in place (the first half of cholesky_solve)."""
+    n = b.shape[0]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * b[k]
+        b[i] = s / L[i, i]
+
+
+@kernel
 def cholesky_solve(L, b):
     """x = (L L^T)^-1 b in place of b (L: the lower triangle of cholesky_in_place's result)."""
     n = b.shape[0]

@@ -157,7 +157,8 @@ class Simulator:
             at += len(values)
         self._si = np.concatenate(si_parts)
         self._sf = np.concatenate(sf_parts)
-        floats, ints = work_sizes(nv, nq, model.nv_full, model.nq_full, maxrows)
+        floats, ints = work_sizes(nv, nq, model.nv_full, model.nq_full, maxrows,
+                                  len(self.points))
         self._work = np.zeros(floats)
         self._iwork = np.zeros(ints, dtype=np.int64)
         self._command = np.zeros((5, nv))

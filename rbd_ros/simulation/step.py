@@ -45,7 +45,8 @@ from rbd_ros.dynamics.rnea import rnea
 from rbd_ros.dynamics.spatial import motion_to_parent
 
 from . import layout as L
-from .pgs import JOINT, SOFT, TANGENT, cholesky_in_place, cholesky_solve, row_impulses
+from .pgs import (JOINT, SOFT, TANGENT, cholesky_forward, cholesky_in_place, cholesky_solve,
+                  row_impulses)
 
 
 #: rad/s (m/s): a joint's speed change in one step beyond which its limits are left out of the
@@ -54,15 +55,16 @@ REACH = 100.0
 
 
 # ---- the workspace ----------------------------------------------------------------------------
-def work_sizes(nv, nq, nv_int, nq_int, maxrows):
-    """Float and int workspace sizes; the order ``Buffers`` carves them in."""
+def work_sizes(nv, nq, nv_int, nq_int, maxrows, npoints):
+    """Float and int workspace sizes, in the order the kernels carve them."""
     n = nv
     floats = (2 * nq_int + 3 * nv_int + nv_int * nv_int      # mimic path: qi, qi2, vi, ai, ti, Mi
               + 8 * n + nq                                  # RK4: a1..a4, v2, v3, v4, stage q, mean v
               + 2 * nq + 5 * n                              # q*, v*, q+, v+, tau, v_unc, dv
               + 2 * n * n + n                               # M, W, rhs
-              + 2 * maxrows * n + maxrows * maxrows + 8 * maxrows)   # J, X, G, row vectors
-    return floats, 4 * maxrows
+              + 2 * maxrows * n + maxrows * maxrows + 8 * maxrows    # J, X, G, row vectors
+              + 4 * n + 3 * npoints + 3 * nv_int + 4)   # drives, warm start, J_int, a point
+    return floats, 4 * maxrows + n
 
 
 @kernel
@@ -286,36 +288,33 @@ def contact_point(ws, sf, si, p, out):
     """out[0:3] = the world location of contact candidate p (the lowest point of its sphere, or
     its rim quarter's point), out[3] = its gap to the ground (< 0: penetrating)."""
     body = si[si[L.POINT_BODY_AT] + p]
-    kind = si[si[L.POINT_KIND_AT] + p]
     o = body * WS_COLS + O
     row = si[L.POINTS_AT] + p * L.POINT_COLS
-    c = row + L.POINT_CENTER
+    c, ax_, u_ = row + L.POINT_CENTER, row + L.POINT_AXIS, row + L.POINT_U
     nx, ny, nz = sf[L.NORMAL], sf[L.NORMAL + 1], sf[L.NORMAL + 2]
-    centre = np.empty(3)
-    for r in range(3):     # world centre: oR c + op
-        centre[r] = (ws[o + 3 * r] * sf[c] + ws[o + 3 * r + 1] * sf[c + 1]
-                     + ws[o + 3 * r + 2] * sf[c + 2] + ws[o + 9 + r])
+    # world centre: oR c + op
+    cx = ws[o] * sf[c] + ws[o + 1] * sf[c + 1] + ws[o + 2] * sf[c + 2] + ws[o + 9]
+    cy = ws[o + 3] * sf[c] + ws[o + 4] * sf[c + 1] + ws[o + 5] * sf[c + 2] + ws[o + 10]
+    cz = ws[o + 6] * sf[c] + ws[o + 7] * sf[c + 1] + ws[o + 8] * sf[c + 2] + ws[o + 11]
     radius = sf[row + L.POINT_RADIUS]
-    if kind == L.SPHERE:
-        out[0], out[1], out[2] = centre[0] - radius * nx, centre[1] - radius * ny, centre[2] - radius * nz
+    if si[si[L.POINT_KIND_AT] + p] == L.SPHERE:
+        dx, dy, dz = -nx, -ny, -nz
     else:                  # a rim: its lowest point, or a fixed quarter when it lies flat
-        a = np.empty(3)
-        u = np.empty(3)
-        for r in range(3):
-            a[r] = (ws[o + 3 * r] * sf[row + L.POINT_AXIS] + ws[o + 3 * r + 1] * sf[row + L.POINT_AXIS + 1]
-                    + ws[o + 3 * r + 2] * sf[row + L.POINT_AXIS + 2])
-            u[r] = (ws[o + 3 * r] * sf[row + L.POINT_U] + ws[o + 3 * r + 1] * sf[row + L.POINT_U + 1]
-                    + ws[o + 3 * r + 2] * sf[row + L.POINT_U + 2])
-        na = nx * a[0] + ny * a[1] + nz * a[2]
-        dx, dy, dz = -(nx - na * a[0]), -(ny - na * a[1]), -(nz - na * a[2])
+        ax = ws[o] * sf[ax_] + ws[o + 1] * sf[ax_ + 1] + ws[o + 2] * sf[ax_ + 2]
+        ay = ws[o + 3] * sf[ax_] + ws[o + 4] * sf[ax_ + 1] + ws[o + 5] * sf[ax_ + 2]
+        az = ws[o + 6] * sf[ax_] + ws[o + 7] * sf[ax_ + 1] + ws[o + 8] * sf[ax_ + 2]
+        na = nx * ax + ny * ay + nz * az
+        dx, dy, dz = -(nx - na * ax), -(ny - na * ay), -(nz - na * az)
         norm = math.sqrt(dx * dx + dy * dy + dz * dz)
         if norm > 1e-9:
             dx, dy, dz = dx / norm, dy / norm, dz / norm
         else:
-            dx, dy, dz = u[0], u[1], u[2]
+            dx = ws[o] * sf[u_] + ws[o + 1] * sf[u_ + 1] + ws[o + 2] * sf[u_ + 2]
+            dy = ws[o + 3] * sf[u_] + ws[o + 4] * sf[u_ + 1] + ws[o + 5] * sf[u_ + 2]
+            dz = ws[o + 6] * sf[u_] + ws[o + 7] * sf[u_ + 1] + ws[o + 8] * sf[u_ + 2]
         for _ in range(si[si[L.POINT_K_AT] + p]):     # a quarter turn about the axis
-            dx, dy, dz = a[1] * dz - a[2] * dy, a[2] * dx - a[0] * dz, a[0] * dy - a[1] * dx
-        out[0], out[1], out[2] = centre[0] + radius * dx, centre[1] + radius * dy, centre[2] + radius * dz
+            dx, dy, dz = ay * dz - az * dy, az * dx - ax * dz, ax * dy - ay * dx
+    out[0], out[1], out[2] = cx + radius * dx, cy + radius * dy, cz + radius * dz
     out[3] = nx * out[0] + ny * out[1] + nz * out[2] - sf[L.HEIGHT]
 
 
@@ -405,8 +404,17 @@ def joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new, limits, 
     fric, at = _carve(work, at, maxrows)
     ra, at = _carve(work, at, maxrows)
     rb, at = _carve(work, at, maxrows)
+    drive_a, at = _carve(work, at, n)
+    drive_b, at = _carve(work, at, n)
+    drive_lo, at = _carve(work, at, n)
+    drive_hi, at = _carve(work, at, n)
+    npts = si[L.NPOINTS]
+    previous, at = _carve(work, at, 3 * npts)     # the last step's contact impulses
+    J_int_flat, at = _carve(work, at, 3 * nvi)
+    where, at = _carve(work, at, 4)
     kind, partner = iwork[:maxrows], iwork[maxrows:2 * maxrows]
     unit, point = iwork[2 * maxrows:3 * maxrows], iwork[3 * maxrows:4 * maxrows]
+    drive_row = iwork[4 * maxrows:4 * maxrows + n]   # 0: no drive, 1: in W, 2: a bounded row
     J = J_all[:maxrows * n].reshape((maxrows, n))
 
     # the joint rows: bounds, friction, spring-mode limits (into W's diagonal)
@@ -416,21 +424,16 @@ def joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new, limits, 
             if sf[pv + i] != 0.0:
                 any_damping = True
     rows = 0
-    any_row_term = False
     spring_rows = False
     for r in range(nr):
         i, qi = si[rv + r], si[rq + r]
         lower, upper = sf[lim + 4 * r], sf[lim + 4 * r + 1]
         lower_gap, upper_gap = q_free[qi] - lower, upper - q_free[qi]    # > 0 inside
         friction = sf[lim + 4 * r + 3] if si[L.FRICTION] == 1 else 0.0
-        if friction != 0.0:
-            any_row_term = True
         if mode == 1 and (lower_gap < 0.0 or upper_gap < 0.0):
             spring_rows = True
         row_lo, row_hi = -math.inf, math.inf
         if constrained:    # end the step within the limits: q+ = q* + theta dt (v+ - v*)
-            if math.isfinite(lower) or math.isfinite(upper):
-                any_row_term = True
             vf = v_free[i]
             if lower_gap < 0.0:     # crossed in the step: it stops (and ends at the limit,
                 row_lo = max(row_lo, 0.0)   # below: an inelastic impact, no bounce)
@@ -442,8 +445,6 @@ def joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new, limits, 
                 row_hi = min(row_hi, vf + upper_gap / (theta * dt))
         if velocity_limits:
             vmax = sf[lim + 4 * r + 2]
-            if math.isfinite(vmax):
-                any_row_term = True
             row_lo = max(row_lo, -vmax)
             row_hi = min(row_hi, vmax)
         # a bound that the rows' impulses cannot reach in this step is left out: no joint
@@ -458,32 +459,32 @@ def joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new, limits, 
             lo[rows], hi[rows], fric[rows] = row_lo, row_hi, friction * dt
             lam[rows] = 0.0
             rows += 1
-    # the drives' PD: soft rows toward (q_ref, v_ref), within the effort limit
+    # the drives' PD toward (q_ref, v_ref): its impulse b - a v+ (implicit in v+) goes into W
+    # and the right-hand side; a drive that would pass its effort limit there becomes a soft
+    # row bounded by the limit (below)
+    drive_row[:] = 0
+    drives = 0
     for r in range(nr):
         i, qi = si[rv + r], si[rq + r]
         kp, kd = command[L.KP, i], command[L.KD, i]
         if kp > 0.0 or kd > 0.0:
-            kind[rows], unit[rows], point[rows] = SOFT, i, -1
-            lam[rows] = 0.0
-            ra[rows] = dt * kd + theta * dt * dt * kp
-            rb[rows] = dt * (kp * (command[L.Q_REF, i] - q_free[qi] + theta * dt * v_free[i])
-                             + kd * command[L.V_REF, i])
+            drive_row[i] = 1
+            drives += 1
+            drive_a[i] = dt * kd + theta * dt * dt * kp
+            drive_b[i] = dt * (kp * (command[L.Q_REF, i] - q_free[qi] + theta * dt * v_free[i])
+                               + kd * command[L.V_REF, i])
             if si[L.EFFORT_LIMITS] == 1:
                 limit = sf[pv + nv + i]
-                lo[rows], hi[rows] = (-limit - tau[i]) * dt, (limit - tau[i]) * dt
+                drive_lo[i], drive_hi[i] = (-limit - tau[i]) * dt, (limit - tau[i]) * dt
             else:
-                lo[rows], hi[rows] = -math.inf, math.inf
-            rows += 1
+                drive_lo[i], drive_hi[i] = -math.inf, math.inf
     # contacts: the candidates below the ground at q*
-    npts = si[L.NPOINTS]
-    previous = np.zeros((npts, 3))        # the last step's contact impulses: a warm start
-    for p in range(npts):
+    for p in range(npts):                 # a warm start: the last step's contact impulses
         o = nv + L.OUT_COLS * p
-        if out[o + L.OUT_ACTIVE] > 0.0:
-            for d in range(3):
-                n_ = L.NORMAL if d == 0 else (L.T1 if d == 1 else L.T2)
-                previous[p, d] = dt * (out[o] * sf[n_] + out[o + 1] * sf[n_ + 1]
-                                       + out[o + 2] * sf[n_ + 2])
+        for d in range(3):
+            n_ = L.NORMAL if d == 0 else (L.T1 if d == 1 else L.T2)
+            previous[3 * p + d] = 0.0 if out[o + L.OUT_ACTIVE] == 0.0 else dt * (
+                out[o] * sf[n_] + out[o + 1] * sf[n_ + 1] + out[o + 2] * sf[n_ + 2])
         for c in range(L.OUT_COLS):
             out[o + c] = 0.0
     contact_rows = 0
@@ -494,8 +495,7 @@ def joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new, limits, 
         else:
             expand_q(si, sf, q_free, qi_)
             body_placements(body_int, body_float, ws, qi_)
-        where = np.empty(4)
-        J_int = np.empty((3, nvi))
+        J_int = J_int_flat.reshape((3, nvi))
         k_c, c_c = sf[L.CONTACT_K], sf[L.CONTACT_C]
         for p in range(npts):
             contact_point(ws, sf, si, p, where)
@@ -517,7 +517,7 @@ def joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new, limits, 
             out[o + L.OUT_ACTIVE] = 1.0
             kind[rows], unit[rows], point[rows] = SOFT, -1, p
             for d in range(3):
-                lam[rows + d] = previous[p, d]
+                lam[rows + d] = previous[3 * p + d]
             ra[rows] = theta * dt * dt * k_c + dt * c_c
             rb[rows] = dt * k_c * (-where[3] + theta * dt * vn)
             lo[rows], hi[rows] = 0.0, math.inf
@@ -528,83 +528,113 @@ def joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new, limits, 
                 lo[rows + d], hi[rows + d] = -math.inf, math.inf
             rows += 3
             contact_rows += 3
-    if not (any_damping or any_row_term or spring_rows or rows > 0):
+    if not (any_damping or spring_rows or rows > 0 or drives > 0):   # nothing acts on v*
         q_new[:nq] = q_free[:nq]
         v_new[:nv] = v_free[:nv]
         for i in range(nv):
             out[i] = tau[i]
         return L.STEP_OK
 
-    # W = M + dt D (+ spring-mode limits), rhs = M v* (- their spring force)
+    # W = M + dt D (+ spring-mode limits, + the drives' a), rhs = M v* (- the limits' spring
+    # force, + the drives' b)
     status = mass_matrix(h, si, sf, q_free, M, work)
     if status != OK:
         return L.STEP_SINGULAR
-    for i in range(nv):
-        for j in range(nv):
-            W[i, j] = M[i, j]
-    for i in range(nv):
-        W[i, i] += dt * sf[pv + i] if si[L.DAMPING] == 1 else 0.0
-        s = 0.0
-        for j in range(nv):
-            s += M[i, j] * v_free[j]
-        rhs[i] = s
-    if mode == 1:
-        k_l, c_l = sf[L.LIMIT_K], sf[L.LIMIT_C]
-        for r in range(nr):
-            i, qi = si[rv + r], si[rq + r]
-            lower_gap = q_free[qi] - sf[lim + 4 * r]
-            upper_gap = sf[lim + 4 * r + 1] - q_free[qi]
-            if lower_gap < 0.0 or upper_gap < 0.0:
-                penetration = lower_gap if lower_gap < 0.0 else -upper_gap
-                W[i, i] += dt * c_l + dt * dt * k_l
-                rhs[i] -= dt * k_l * penetration
-    if not cholesky_in_place(W):
-        return L.STEP_SINGULAR
-    cholesky_solve(W, rhs)
-    for i in range(nv):
-        v_unc[i] = rhs[i]
-        v_new[i] = rhs[i]                   # v* with damping (no impulses)
-    if rows > 0:
-        X = X_all[:rows * nv].reshape((rows, nv))
-        G = G_all[:rows * rows].reshape((rows, rows))
-        for r in range(rows):               # X_r = W^-1 J_r^T
-            if unit[r] >= 0:
-                X[r, :] = 0.0
-                X[r, unit[r]] = 1.0
-            else:
-                for c in range(nv):
-                    X[r, c] = J[r, c]
-            cholesky_solve(W, X[r])
-        for a in range(rows):               # G = J W^-1 J^T, v0 = J v_unc
-            if unit[a] >= 0:
-                for b in range(rows):
-                    G[a, b] = X[b, unit[a]]
-                v0[a] = v_unc[unit[a]]
-            else:
-                for b in range(rows):
+    fixed_rows = rows                      # joint and contact rows; bounded drives after them
+    for attempt in range(3):
+        rows = fixed_rows
+        for i in range(nv):
+            if drive_row[i] == 2:
+                kind[rows], unit[rows], point[rows] = SOFT, i, -1
+                lam[rows], ra[rows], rb[rows] = 0.0, drive_a[i], drive_b[i]
+                lo[rows], hi[rows] = drive_lo[i], drive_hi[i]
+                rows += 1
+        for i in range(nv):
+            for j in range(nv):
+                W[i, j] = M[i, j]
+        for i in range(nv):
+            W[i, i] += dt * sf[pv + i] if si[L.DAMPING] == 1 else 0.0
+            s = 0.0
+            for j in range(nv):
+                s += M[i, j] * v_free[j]
+            rhs[i] = s
+            if drive_row[i] == 1:
+                W[i, i] += drive_a[i]
+                rhs[i] += drive_b[i]
+        if mode == 1:
+            k_l, c_l = sf[L.LIMIT_K], sf[L.LIMIT_C]
+            for r in range(nr):
+                i, qi = si[rv + r], si[rq + r]
+                lower_gap = q_free[qi] - sf[lim + 4 * r]
+                upper_gap = sf[lim + 4 * r + 1] - q_free[qi]
+                if lower_gap < 0.0 or upper_gap < 0.0:
+                    penetration = lower_gap if lower_gap < 0.0 else -upper_gap
+                    W[i, i] += dt * c_l + dt * dt * k_l
+                    rhs[i] -= dt * k_l * penetration
+        if not cholesky_in_place(W):
+            return L.STEP_SINGULAR
+        cholesky_solve(W, rhs)
+        for i in range(nv):
+            v_unc[i] = rhs[i]
+            v_new[i] = rhs[i]               # v* with damping and drives (no impulses)
+        if rows > 0:
+            # G = J W^-1 J^T = Y^T Y with Y = L^-1 J^T (W = L L^T): one triangular solve per
+            # row; v0 = J v_unc
+            Y = X_all[:rows * nv].reshape((rows, nv))
+            G = G_all[:rows * rows].reshape((rows, rows))
+            for r in range(rows):
+                if unit[r] >= 0:
+                    Y[r, :] = 0.0
+                    Y[r, unit[r]] = 1.0
+                    v0[r] = v_unc[unit[r]]
+                else:
                     s = 0.0
                     for c in range(nv):
-                        s += J[a, c] * X[b, c]
+                        Y[r, c] = J[r, c]
+                        s += J[r, c] * v_unc[c]
+                    v0[r] = s
+                cholesky_forward(W, Y[r])
+            for a in range(rows):
+                for b in range(a, rows):
+                    s = 0.0
+                    for c in range(nv):
+                        s += Y[a, c] * Y[b, c]
                     G[a, b] = s
-                s = 0.0
-                for c in range(nv):
-                    s += J[a, c] * v_unc[c]
-                v0[a] = s
-        # (contacts: velocities to 1e-10 m/s; a box on four corners is statically
-        # indeterminate, and Gauss-Seidel wanders among its equal solutions below that)
-        tolerance = sf[L.TOLERANCE] if contact_rows == 0 else max(sf[L.TOLERANCE], 1e-10)
-        sweeps = row_impulses(G, v0[:rows], kind[:rows], lo[:rows], hi[:rows], fric[:rows],
-                              ra[:rows], rb[:rows], partner[:rows], si[L.SWEEPS], tolerance,
-                              lam[:rows])
-        stats[L.STAT_ROWS] = rows
-        if sweeps > si[L.SWEEPS]:
-            stats[L.STAT_UNCONVERGED] += 1
-        stats[L.STAT_MAX_SWEEPS] = max(stats[L.STAT_MAX_SWEEPS], min(sweeps, si[L.SWEEPS]))
-        for a in range(rows):
+                    G[b, a] = s
+            # (contacts: velocities to 1e-10 m/s; a box on four corners is statically
+            # indeterminate, and Gauss-Seidel wanders among its equal solutions below that)
+            tolerance = sf[L.TOLERANCE] if contact_rows == 0 else max(sf[L.TOLERANCE], 1e-10)
+            sweeps = row_impulses(G, v0[:rows], kind[:rows], lo[:rows], hi[:rows], fric[:rows],
+                                  ra[:rows], rb[:rows], partner[:rows], si[L.SWEEPS], tolerance,
+                                  lam[:rows])
+            stats[L.STAT_ROWS] = rows
+            if sweeps > si[L.SWEEPS]:
+                stats[L.STAT_UNCONVERGED] += 1
+            stats[L.STAT_MAX_SWEEPS] = max(stats[L.STAT_MAX_SWEEPS], min(sweeps, si[L.SWEEPS]))
+            for i in range(nv):             # v+ = v_unc + W^-1 J^T lam
+                rhs[i] = 0.0
+            for a in range(rows):
+                if unit[a] >= 0:
+                    rhs[unit[a]] += lam[a]
+                else:
+                    for i in range(nv):
+                        rhs[i] += J[a, i] * lam[a]
+            cholesky_solve(W, rhs)
             for i in range(nv):
-                v_new[i] += X[a, i] * lam[a]
+                v_new[i] += rhs[i]
+        saturated = False                   # a drive in W past its effort limit: a row now
+        for i in range(nv):
+            if drive_row[i] == 1:
+                impulse = drive_b[i] - drive_a[i] * v_new[i]
+                if impulse < drive_lo[i] or impulse > drive_hi[i]:
+                    drive_row[i] = 2
+                    saturated = True
+        if not saturated:
+            break
     for i in range(nv):
         out[i] = tau[i]
+        if drive_row[i] == 1:
+            out[i] += (drive_b[i] - drive_a[i] * v_new[i]) / dt
     for a in range(rows):                   # what the rows did: drive efforts, contact forces
         if kind[a] == SOFT and unit[a] >= 0:
             out[unit[a]] += lam[a] / dt
