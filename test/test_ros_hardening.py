@@ -195,6 +195,8 @@ def test_running_nodes_survive_hostile_bytes_on_every_topic(ros, tmp_path):
     from trajectory_msgs.msg import JointTrajectory
 
     from hostile_bytes import mutations
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
     from rbd_ros.ros.qos import COMMAND_QOS, LATCHED_QOS
 
     env = child_env()
@@ -202,47 +204,59 @@ def test_running_nodes_survive_hostile_bytes_on_every_topic(ros, tmp_path):
     urdf = tmp_path / 'arm.urdf'
     urdf.write_text(ARM)
     common = ['-p', 'diagnostics_period:=0.3', '-p', 'joint_states_qos:=reliable']
+    # (names of their own: no node of an earlier test in this domain answers for them)
     procs = {
-        'rbd_dynamics': subprocess.Popen(script('dynamics_node') + [
-            '--urdf', str(urdf), '--ros-args', *common, '-p', 'floating_base:=true'],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
-        'rbd_frames': subprocess.Popen(script('frames_node') + [
-            '--urdf', str(urdf), '--ros-args', *common], env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT),
-        'rbd_sim': subprocess.Popen(script('sim_node') + [
-            '--urdf', str(urdf), '--ros-args', '-p', 'diagnostics_period:=0.3',
-            '-r', 'joint_states:=/sim/joint_states'], env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT)}
+        'hard_dynamics': subprocess.Popen(script('dynamics_node') + [
+            '--urdf', str(urdf), '--ros-args', '-r', '__node:=hard_dynamics', *common, '-p',
+            'floating_base:=true'], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
+        'hard_frames': subprocess.Popen(script('frames_node') + [
+            '--urdf', str(urdf), '--ros-args', '-r', '__node:=hard_frames', *common], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
+        'hard_sim': subprocess.Popen(script('sim_node') + [
+            '--urdf', str(urdf), '--ros-args', '-r', '__node:=hard_sim', '-p',
+            'diagnostics_period:=0.3', '-r', 'joint_states:=/sim/joint_states'], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)}
     try:
         diag = ros.collect(DiagnosticArray, '/diagnostics')
         topics = [  # (type, topic, qos, subscribers, an example)
             (JointState, 'joint_states', COMMAND_QOS, 2, JointState(name=['joint_1'], position=[0.1])),
             (String, 'robot_description', LATCHED_QOS, 3, String(data=ARM)),
-            (JointTrajectory, '/rbd_dynamics/reference', COMMAND_QOS, 1, JointTrajectory()),
-            (JointTrajectory, '/rbd_dynamics/trajectory_in', COMMAND_QOS, 1, JointTrajectory()),
-            (Odometry, '/rbd_dynamics/base_state', COMMAND_QOS, 1, Odometry()),
-            (Float64MultiArray, '/rbd_sim/effort_commands', COMMAND_QOS, 1,
+            (JointTrajectory, '/hard_dynamics/reference', COMMAND_QOS, 1, JointTrajectory()),
+            (JointTrajectory, '/hard_dynamics/trajectory_in', COMMAND_QOS, 1, JointTrajectory()),
+            (Odometry, '/hard_dynamics/base_state', COMMAND_QOS, 1, Odometry()),
+            (Float64MultiArray, '/hard_sim/effort_commands', COMMAND_QOS, 1,
              Float64MultiArray(data=[0.0] * 7)),
-            (JointState, '/rbd_sim/joint_commands', COMMAND_QOS, 1,
+            (JointState, '/hard_sim/joint_commands', COMMAND_QOS, 1,
              JointState(name=['joint_1'], effort=[0.0])),
-            (WrenchStamped, '/rbd_sim/external_wrench', COMMAND_QOS, 1, WrenchStamped()),
-            (JointState, '/rbd_sim/set_state', COMMAND_QOS, 1, JointState()),
+            (WrenchStamped, '/hard_sim/external_wrench', COMMAND_QOS, 1, WrenchStamped()),
+            (JointState, '/hard_sim/set_state', COMMAND_QOS, 1, JointState()),
         ]
         sent = 0
         for msg_type, topic, qos, subscribers, example in topics:
-            pub = ros.publisher(msg_type, topic, qos, wait_for=subscribers)
+            # (a writer that keeps every sample until each reader has it: a reader still busy
+            # starting up loses none)
+            deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                              durability=qos.durability)
+            pub = ros.publisher(msg_type, topic, deep, wait_for=subscribers)
             good = bytes(serialize_message(example))
             for k, data in enumerate(mutations(good, 150, seed=len(topic))):
                 if len(data) >= 4 and data[:2] in (b'\x00\x00', b'\x00\x01') and \
                         msg_type is String:
                     continue     # (a description that parses would replace the arm)
+                if not data:
+                    continue     # (no DDS sample has no bytes at all)
                 pub.publish(data)
                 sent += 1
                 if k % 50 == 0:
                     time.sleep(0.01)
-        wait_until(lambda: all(int(_diagnostics_of(diag, n).get('rejected_malformed', 0)) > 50
-                               for n in procs), timeout=30,
-                   what='every node to count malformed messages')
+        try:
+            wait_until(lambda: all(int(_diagnostics_of(diag, n).get('rejected_malformed', 0))
+                                   > 50 for n in procs), timeout=60,
+                       what='every node to count malformed messages')
+        except BaseException:
+            print({n: _diagnostics_of(diag, n) for n in procs},
+                  {n: p.poll() for n, p in procs.items()})
+            raise
         time.sleep(0.5)
         for name, proc in procs.items():
             assert proc.poll() is None, f'{name} died: {proc.returncode}'

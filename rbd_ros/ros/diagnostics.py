@@ -105,7 +105,8 @@ def diagnostic_status(node_name: str, robot, stats: Stats, stale: bool,
         values.update(model=str(robot.model.name), nq=str(robot.nq), nv=str(robot.nv),
                       model_generation=str(robot.generation), description_source=robot.source)
         if waiting:
-            st.level, st.message = DiagnosticStatus.WARN, f'waiting for {waiting}'
+            st.level, st.message = DiagnosticStatus.WARN, f'waiting for {waiting}' + (
+                '; the robot description has warnings' if stats.model_warnings else '')
         elif stale:
             st.level, st.message = DiagnosticStatus.WARN, 'input stale: torque outputs stopped'
         elif stats.internal_errors:
