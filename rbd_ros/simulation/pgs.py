@@ -204,6 +204,21 @@ def polish(G, v0, lam, v, kind, lo, hi, fric, a, b, partner, lam_new, v_new):
 
 
 @kernel
+def measured_sweep(G, v, lam, kind, lo, hi, fric, a, b, partner, contacts, before):
+    """A sweep and how far it moved: each row's own velocity change, or with contacts what
+    the rows' velocities did over the sweep (a body on several contacts is statically
+    indeterminate, and Gauss-Seidel trades impulses among them, each row's own change large,
+    without changing any velocity). ``before`` is scratch."""
+    before[:] = v
+    change = sweep(G, v, lam, kind, lo, hi, fric, a, b, partner)
+    if contacts:
+        change = 0.0
+        for i in range(v.shape[0]):
+            change = max(change, abs(v[i] - before[i]))
+    return change
+
+
+@kernel
 def row_impulses(G, v0, kind, lo, hi, fric, a, b, partner, sweeps, tolerance, lam):
     """The rows' impulses into lam (see the module docstring), starting from lam as given
     (a warm start: the previous step's contact impulses); returns the sweeps taken, or
@@ -224,26 +239,12 @@ def row_impulses(G, v0, kind, lo, hi, fric, a, b, partner, sweeps, tolerance, la
     scale = tolerance * (1.0 + largest)
     before = np.empty(n)
     for k in range(1, sweeps + 1):
-        before[:] = v
-        change = sweep(G, v, lam, kind, lo, hi, fric, a, b, partner)
-        if contacts:
-            # (with contacts, what the rows' velocities did over the sweep: a body on several
-            # contacts is statically indeterminate, and Gauss-Seidel trades impulses among
-            # them, each row's own change large, without changing any velocity)
-            change = 0.0
-            for i in range(n):
-                change = max(change, abs(v[i] - before[i]))
-        if change < scale:
+        if measured_sweep(G, v, lam, kind, lo, hi, fric, a, b, partner, contacts, before) < scale:
             return k
         if k & (k - 1) == 0:            # a power of two: try the exact solve
             if polish(G, v0, lam, v, kind, lo, hi, fric, a, b, partner, lam_p, v_p):
-                before[:] = v_p
-                change = sweep(G, v_p, lam_p, kind, lo, hi, fric, a, b, partner)
-                if contacts:
-                    change = 0.0
-                    for i in range(n):
-                        change = max(change, abs(v_p[i] - before[i]))
-                if change < scale:
+                if measured_sweep(G, v_p, lam_p, kind, lo, hi, fric, a, b, partner, contacts,
+                                  before) < scale:
                     lam[:] = lam_p
                     return k
     return sweeps + 1
