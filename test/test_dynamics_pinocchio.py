@@ -142,3 +142,29 @@ def test_armature_matches_pinocchio(case):
     M = rbd.mass_matrix(geared, q)
     assert close(rbd.kinetic_energy(geared, q, v), 0.5 * v @ M @ v) < TOL
     assert close(rbd.gravity_torques(geared, q), rbd.gravity_torques(model, q)) == 0.0
+
+
+def test_inertial_regressor_matches_pinocchio_column_for_column(case):
+    """Y pi = ID without the armature's term, and each body's ten columns equal Pinocchio's
+    computeJointTorqueRegressor block of the joint that moves it (bodies matched by the
+    joint's child link; rows mapped to our coordinates as every torque is)."""
+    import pinocchio as pin
+    model, oracle, s, _ = case
+    q, v, a = s['q'], s['v'], s['a']
+    Y = rbd.inertial_regressor(model, q, v, a)
+    assert Y.shape == (model.nv, 10 * len(model.body_names))
+    tau = rbd.inverse_dynamics(model, q, v, a)
+    if not model.has_mimic:
+        assert close(Y @ model.inertial_parameters() + model.armature * a, tau) < TOL
+    Yp = np.asarray(pin.computeJointTorqueRegressor(oracle.pm, oracle.pd, oracle.q(q),
+                                                    oracle.v(v), oracle.v(a)))
+    Yp = Yp.reshape(oracle.pm.nv, -1)       # (one joint: pinocchio returns a vector)
+    for j in range(1, oracle.pm.njoints):
+        body = model.body_names.index(model.joint[oracle.pm.names[j]].child)
+        assert close(Y[:, 10 * body:10 * body + 10], oracle.tau(Yp[:, 10 * (j - 1):10 * j])) \
+            < TOL, oracle.pm.names[j]
+    # the parameters in Pinocchio's layout, body by body
+    for j in range(1, oracle.pm.njoints):
+        body = model.body_names.index(model.joint[oracle.pm.names[j]].child)
+        assert close(model.inertial_parameters()[10 * body:10 * body + 10],
+                     oracle.pm.inertias[j].toDynamicParameters()) < TOL

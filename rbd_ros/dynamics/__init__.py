@@ -14,10 +14,11 @@ from ._jit import JIT_ENABLED, compile_lock
 with compile_lock():   # importing the entry points compiles them, or loads numba's cache
     from .api import (REFERENCES, FramePoses, center_of_mass, coriolis_matrix, forward_dynamics,
                       frame_acceleration, frame_jacobian, frame_pose, frame_poses,
-                      frame_velocity, gravity_torques, integrate, inverse_dynamics,
-                      joint_friction_torques, kinetic_energy, mass_matrix, nonlinear_effects,
-                      potential_energy)
+                      frame_velocity, gravity_torques, inertial_regressor, integrate,
+                      inverse_dynamics, joint_friction_torques, kinetic_energy, mass_matrix,
+                      nonlinear_effects, potential_energy)
 from .data import Data
+from .identification import PayloadEstimate, estimate_payload
 from .errors import InertiaError, JointError, ModelError, TopologyError, URDFSyntaxError
 from .model import FLOATING_BASE_JOINT, JointInfo, Model
 
@@ -27,5 +28,6 @@ __all__ = [
     'InertiaError', 'inverse_dynamics', 'gravity_torques', 'nonlinear_effects', 'mass_matrix',
     'coriolis_matrix', 'forward_dynamics', 'joint_friction_torques', 'frame_poses',
     'frame_pose', 'frame_velocity', 'frame_acceleration', 'frame_jacobian', 'center_of_mass',
-    'kinetic_energy', 'potential_energy', 'integrate',
+    'kinetic_energy', 'potential_energy', 'integrate', 'inertial_regressor',
+    'estimate_payload', 'PayloadEstimate',
 ]

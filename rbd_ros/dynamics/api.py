@@ -26,8 +26,8 @@ from .entry_points import (aba_batch, aba_entry, aba_fext_entry, center_of_mass_
                            crba_entry, frame_jacobian_entry, frame_motion_entry,
                            frame_placements_entry, gravity_batch, gravity_entry, integrate_batch,
                            integrate_entry, kinetic_energy_batch, kinetic_energy_entry,
-                           potential_energy_batch, potential_energy_entry, rnea_batch, rnea_entry,
-                           rnea_fext_entry)
+                           potential_energy_batch, potential_energy_entry, regressor_batch,
+                           regressor_entry, rnea_batch, rnea_entry, rnea_fext_entry)
 
 REFERENCES = ('world', 'local', 'local_world_aligned')
 _empty = np.empty   # (a module global: ~30 ns less per call than np.empty)
@@ -169,6 +169,24 @@ def _forward_dynamics_crba(model, d, q, v, tau, f_ext):
             raise_status(n * STATUS_STRIDE + SINGULAR, (), tau.ndim == 2)
         ltl_solve(H[n], model._dof_parent, rhs[n])
     return rhs if tau.ndim == 2 else rhs[0]
+
+
+def inertial_regressor(model, q, v, a, data=None):
+    """Y (nv x 10 nbodies) with ``Y @ model.inertial_parameters()`` = the inverse dynamics
+    without the armature's term (ID = Y pi + armature a for a model without mimic joints): the
+    torques are linear in each body's ten inertial parameters (model.body_names order,
+    Pinocchio's layout: see Model.inertial_parameters). Batched like the others: (N, nv, 10
+    nbodies) for N configurations. Pinocchio's computeJointTorqueRegressor, column for column
+    once bodies are matched."""
+    q, v, a = arrays(model, q=q, v=v, a=a)
+    d = workspace(model, data)
+    batch = batch_of(q)
+    Y = np.empty(q.shape[:-1] + (model.nv_full, 10 * len(model.body_names)))
+    run(regressor_entry, regressor_batch, d, batch, ('q', 'v', 'a'), full_q(model, q),
+        full_v(model, v), full_v(model, a), Y)
+    if model.has_mimic:     # tau = G^T tau_full, column by column
+        Y = np.einsum('kj,...kc->...jc', model.mimic_map, Y)
+    return Y
 
 
 def joint_friction_torques(model, v):

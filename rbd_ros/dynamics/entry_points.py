@@ -20,6 +20,7 @@ from .kinematics import (center_of_mass, frame_jacobian, frame_motion, frame_pla
                          kinetic_energy, potential_energy)
 from .layout import (BODY_INT_COLS, DOF_WS_COLS, H_BODY_FLOAT, H_BODY_INT, H_DOF_PARENT,
                      H_DOF_WS, H_NBODY, H_NDOF, H_NFLOAT, H_WS, H_ZERO_FEXT, WS_COLS)
+from .regressor import inertial_regressor
 from .rnea import gravity_rnea, rnea
 
 
@@ -84,6 +85,13 @@ def aba_fext_entry(h, q, v, tau, f_ext, vdot):
     body_int, body_float, ws = model_tables(h)
     return aba(body_int, body_float, ws, borrow(q), borrow(v), borrow(tau), borrow(f_ext),
                borrow(vdot))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, MATRIX))
+def regressor_entry(h, q, v, a, Y):
+    body_int, body_float, ws = model_tables(h)
+    return inertial_regressor(body_int, body_float, ws, borrow(q), borrow(v), borrow(a),
+                              borrow(Y))
 
 
 @kernel(signature=signature(HANDLE, VECTOR, VECTOR, MATRIX))
@@ -214,6 +222,17 @@ def coriolis_batch(h, Q, V, C):
     q, v, out = borrow(Q), borrow(V), borrow(C)
     for n in range(q.shape[0]):
         status = coriolis_matrix(body_int, body_float, ws, dof_ws, dof_parent, q[n], v[n], out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def regressor_batch(h, Q, V, A, Y):
+    body_int, body_float, ws = model_tables(h)
+    q, v, a, out = borrow(Q), borrow(V), borrow(A), borrow(Y)
+    for n in range(q.shape[0]):
+        status = inertial_regressor(body_int, body_float, ws, q[n], v[n], a[n], out[n])
         if status != OK:
             return n * STATUS_STRIDE + status
     return OK

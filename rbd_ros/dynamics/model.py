@@ -8,6 +8,7 @@ Mimic joints are ordinary joints of an *internal* model with their own coordinat
 public coordinates leave them out and the API maps between the two (q_full = G q + offset,
 tau = G^T tau_full).
 """
+import copy
 import math
 from dataclasses import dataclass
 
@@ -27,6 +28,9 @@ _SIZES = {L.JOINT_REVOLUTE: (1, 1), L.JOINT_PRISMATIC: (1, 1), L.JOINT_PLANAR: (
           L.JOINT_FLOATING: (7, 6)}
 
 FLOATING_BASE_JOINT = 'root_joint'   # the name Pinocchio gives a free-flyer root
+# our 10 inertial parameters (m, h, I xx xy xz yy yz zz) at Pinocchio's positions
+# (m, h, I xx xy yy xz yz zz): ours[:, _PINOCCHIO_ORDER] is Pinocchio's layout
+_PINOCCHIO_ORDER = [0, 1, 2, 3, 4, 5, 7, 6, 8, 9]
 
 
 @dataclass(frozen=True)
@@ -183,6 +187,10 @@ class Model:
         self._inertia_warnings(robot, link_problems, link_body, inertia)
         body_float[:, L.INERTIA:L.INERTIA + 10] = inertia
         body_int[0, L.NQJ], body_int[0, L.NVJ] = nq, nv   # the world row: internal sizes
+        # the moving bodies by the link their joint moves (fixed links welded to it)
+        self.body_names = [row['joint'].child if row['joint'] is not None else robot.root
+                           for row in body_rows[1:]]
+        self._link_body = link_body
         self.body_int, self.body_float = body_int, body_float
         self.nq_full, self.nv_full = nq, nv
 
@@ -261,6 +269,85 @@ class Model:
         (rotor_inertia * gear_ratio^2) where the URDF has them, else zero."""
         return cls(read_urdf(path_or_xml), floating_base=floating_base, gravity=gravity,
                    armature=armature, strict=strict, repair_inertia=repair_inertia)
+
+    # ---- inertial parameters ------------------------------------------------------------
+    def inertial_parameters(self):
+        """The moving bodies' inertial parameters, 10 per body in ``body_names`` order, in
+        Pinocchio's order: m, m c_x, m c_y, m c_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz, the
+        inertia about the body frame's origin in body axes (the frame of the body's first
+        link: the child of its joint). ``inertial_regressor(model, q, v, a) @ this`` is the
+        inverse dynamics without the armature's term."""
+        ours = self.body_float[1:, L.INERTIA:L.INERTIA + 10]
+        return ours[:, _PINOCCHIO_ORDER].reshape(-1).copy()
+
+    def with_inertial_parameters(self, parameters):
+        """The same robot with other inertial parameters (``inertial_parameters`` layout): a
+        new Model (this one never changes). ValueError for a wrong length or non-finite
+        values; physical consistency is not required (identified parameters may not be)."""
+        pi = np.asarray(parameters, dtype=float).reshape(-1)
+        if pi.shape != (10 * (self.body_int.shape[0] - 1),):
+            raise ValueError(f'expected {10 * (self.body_int.shape[0] - 1)} inertial parameters '
+                             f'(10 per body, {len(self.body_names)} bodies), got {pi.size}')
+        if not np.all(np.isfinite(pi)):
+            raise ValueError('inertial parameters contain NaN or inf')
+        ours = np.empty((len(self.body_names), 10))
+        ours[:, _PINOCCHIO_ORDER] = pi.reshape(-1, 10)
+        return self._with_body_inertias(ours)
+
+    def with_payload(self, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
+        """The same robot carrying a rigid payload on ``link``: ``mass`` (kg), its centre of mass
+        ``com`` (m) and its rotational ``inertia`` about that centre of mass (3x3, kg m^2; None:
+        a point mass), both in the link's frame. A new Model; mass 0 gives an unchanged copy.
+        ValueError naming the problem: an unknown link, a negative or non-finite mass, an
+        inertia that is not physical (symmetric, positive semi-definite, its principal moments
+        meeting the triangle inequality)."""
+        if link not in self.frame_index:
+            raise ValueError(f'payload on unknown link {link!r}')
+        try:
+            mass = float(mass)
+        except (TypeError, ValueError):
+            raise ValueError(f'payload mass must be a number, got {mass!r}') from None
+        if not (math.isfinite(mass) and mass >= 0.0):
+            raise ValueError(f'payload mass must be finite and >= 0, got {mass!r}')
+        c = np.asarray(com, dtype=float).reshape(-1)
+        if c.shape != (3,) or not np.all(np.isfinite(c)):
+            raise ValueError(f'payload com must be 3 finite numbers, got {list(np.ravel(com))}')
+        Ic = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
+        if Ic.shape != (3, 3) or not np.all(np.isfinite(Ic)):
+            raise ValueError('payload inertia must be a 3x3 matrix of finite numbers')
+        if not np.allclose(Ic, Ic.T, rtol=0.0, atol=1e-12 * max(1.0, float(np.abs(Ic).max()))):
+            raise ValueError('payload inertia is not symmetric')
+        problem = inertia_problem(Ic)
+        if problem is not None:
+            raise ValueError(f'payload inertia is not physical: {problem}')
+        if self.floating_base is False and self._link_body[link] == 0:
+            raise ValueError(f'payload on {link!r}: that link is part of the fixed base (it '
+                             'belongs to the world, nothing moves it)')
+        body = self._link_body[link]
+        f = self.frame_index[link]
+        E, r = self.frame_placement[f, :9].reshape(3, 3), self.frame_placement[f, 9:]
+        payload = np.zeros(10)
+        if mass > 0.0 or np.any(Ic):
+            local = np.array([mass, 0.0, 0.0, 0.0, Ic[0, 0], Ic[0, 1], Ic[0, 2], Ic[1, 1],
+                              Ic[1, 2], Ic[2, 2]])
+            add_inertia_to_parent(_transform(E, E @ c + r), 0, local, 0, payload, 0)
+        ours = np.array(self.body_float[1:, L.INERTIA:L.INERTIA + 10])
+        ours[body - 1] += payload
+        return self._with_body_inertias(ours)
+
+    def _with_body_inertias(self, inertias):
+        """A copy of this model with the moving bodies' inertias (our storage order) replaced:
+        its own tables and workspace, everything else shared (it is all read-only)."""
+        clone = copy.copy(self)
+        body_float = np.array(self._body_float)
+        nb = self.body_int.shape[0]
+        table = body_float[:nb * L.BODY_FLOAT_COLS].reshape(nb, L.BODY_FLOAT_COLS)
+        table[1:, L.INERTIA:L.INERTIA + 10] = inertias
+        clone._body_float = body_float
+        clone.body_float = _read_only(table)
+        clone.total_mass = float(np.sum(table[1:, L.INERTIA]))
+        clone._thread = ThreadData(clone)
+        return clone
 
     @property
     def link_collisions(self):

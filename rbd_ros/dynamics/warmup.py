@@ -52,6 +52,7 @@ def warm_up(verbose=True):
                 api.kinetic_energy(model, args[0], args[1])
                 api.potential_energy(model, args[0])
                 api.integrate(model, args[0], args[1], 0.01)
+                api.inertial_regressor(model, args[0], args[1], args[1])
             api.frame_poses(model, q)
             for ref in api.REFERENCES:
                 api.frame_velocity(model, q, v, 'tool', ref)
@@ -67,8 +68,10 @@ def warm_up(verbose=True):
 # on a 2-core VM (~half of the serial compile each), with batch calls that compile the groups'
 # lazily typed batch kernels.
 GROUPS = (
-    (('aba_entry', 'aba_fext_entry', 'crba_entry', 'integrate_entry', 'frame_placements_entry'),
+    (('aba_entry', 'aba_fext_entry', 'crba_entry', 'integrate_entry', 'frame_placements_entry',
+      'regressor_entry'),
      lambda model, Q, V, f_ext: (api.forward_dynamics(model, Q, V, V),
+                                 api.inertial_regressor(model, Q, V, V),
                                  api.forward_dynamics(model, Q, V, V, f_ext),
                                  api.mass_matrix(model, Q), api.integrate(model, Q, V, 0.01))),
     (('rnea_entry', 'rnea_fext_entry', 'gravity_entry', 'coriolis_entry', 'frame_motion_entry',

@@ -1,0 +1,114 @@
+"""The inertial regressor: tau = Y(q, v, a) pi, linear in the bodies' inertial parameters
+(Atkeson, An and Hollerbach; Pinocchio's computeJointTorqueRegressor).
+
+Each body's Newton-Euler force f_i = I_i a_i + v_i x* I_i v_i is linear in its ten parameters
+pi_i = (m, h_x, h_y, h_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz) (h = m c; I about the body
+origin, in body axes: Pinocchio's order), so f_i = A(v_i, a_i) pi_i with, for v = [v_o; w],
+a = [a_o; alpha] (spatial, body frame, a_0 = -g as in RNEA):
+
+    m column:   [a_o + w x v_o ; 0]
+    h columns:  [alpha x e + w x (w x e) ; e x a_o + w x (e x v_o) + v_o x (w x e)]
+    I columns:  [0 ; B alpha + w x (B w)]          (B: the symmetric basis matrix)
+
+and the torques of body i's parameters are those of RNEA's backward pass applied to A alone:
+tau_j += S_j^T X_{j<-i}^* A for every joint j from i up to the root. The armature is not an
+inertial parameter of a body: ID = Y pi + diag(armature) a.
+"""
+import numpy as np
+
+from ._jit import kernel
+from .checks import OK, state_status
+from .joints import body_transform, joint_velocity, project_force
+from .layout import (ACC, BODY_FLOAT_COLS, GRAVITY, JTYPE, LI, NVJ, PARENT, QIDX,
+                     SCRATCH_MOTION, VEL, VIDX, VJ, WS_COLS)
+from .spatial import force_to_parent, motion_cross, motion_to_child
+
+# (row, column) of each rotational parameter's 1 in B, Pinocchio's order: xx xy yy xz yz zz
+_INERTIA_ENTRIES = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))
+
+
+@kernel
+def body_force_basis(ws, w, A):
+    """A[k*6:(k+1)*6] = the body force of unit parameter k (the module docstring), from the
+    body's velocity and acceleration in ws row w."""
+    vx, vy, vz = ws[w + VEL], ws[w + VEL + 1], ws[w + VEL + 2]
+    wx, wy, wz = ws[w + VEL + 3], ws[w + VEL + 4], ws[w + VEL + 5]
+    ax, ay, az = ws[w + ACC], ws[w + ACC + 1], ws[w + ACC + 2]
+    bx, by, bz = ws[w + ACC + 3], ws[w + ACC + 4], ws[w + ACC + 5]
+    A[:] = 0.0
+    A[0] = ax + wy * vz - wz * vy                       # m: a_o + w x v_o
+    A[1] = ay + wz * vx - wx * vz
+    A[2] = az + wx * vy - wy * vx
+    for k in range(3):                                  # h = e_k
+        e = np.zeros(3)
+        e[k] = 1.0
+        o = 6 * (1 + k)
+        cx, cy, cz = wy * e[2] - wz * e[1], wz * e[0] - wx * e[2], wx * e[1] - wy * e[0]  # w x e
+        A[o] = by * e[2] - bz * e[1] + wy * cz - wz * cy        # alpha x e + w x (w x e)
+        A[o + 1] = bz * e[0] - bx * e[2] + wz * cx - wx * cz
+        A[o + 2] = bx * e[1] - by * e[0] + wx * cy - wy * cx
+        dx, dy, dz = e[1] * vz - e[2] * vy, e[2] * vx - e[0] * vz, e[0] * vy - e[1] * vx  # e x v_o
+        A[o + 3] = (e[1] * az - e[2] * ay) + (wy * dz - wz * dy) + (vy * cz - vz * cy)
+        A[o + 4] = (e[2] * ax - e[0] * az) + (wz * dx - wx * dz) + (vz * cx - vx * cz)
+        A[o + 5] = (e[0] * ay - e[1] * ax) + (wx * dy - wy * dx) + (vx * cy - vy * cx)
+    w3 = (wx, wy, wz)
+    b3 = (bx, by, bz)
+    for k in range(6):                                  # I: B alpha + w x (B w)
+        r, c = _INERTIA_ENTRIES[k]
+        Ba, Bw = np.zeros(3), np.zeros(3)
+        Ba[r] += b3[c]
+        Bw[r] += w3[c]
+        if r != c:
+            Ba[c] += b3[r]
+            Bw[c] += w3[r]
+        o = 6 * (4 + k)
+        A[o + 3] = Ba[0] + wy * Bw[2] - wz * Bw[1]
+        A[o + 4] = Ba[1] + wz * Bw[0] - wx * Bw[2]
+        A[o + 5] = Ba[2] + wx * Bw[1] - wy * Bw[0]
+
+
+@kernel
+def inertial_regressor(body_int, body_float, ws, q, v, a, Y):
+    """Y (nv x 10 (nbody - 1)) with Y pi = ID(q, v, a) - armature a. Returns OK or a status."""
+    status = state_status(body_int, q, v, a)
+    if status != OK:
+        return status
+    nb = body_int.shape[0]
+    s = nb * WS_COLS
+    for k in range(6):                                           # v_0 = 0, a_0 = -g
+        ws[VEL + k] = 0.0
+        ws[ACC + k] = 0.0
+    for k in range(3):
+        ws[ACC + k] = -body_float[GRAVITY + k]
+    for i in range(1, nb):                                       # RNEA's forward pass
+        jtype, vi = body_int[i, JTYPE], body_int[i, VIDX]
+        j, w, p = i * BODY_FLOAT_COLS, i * WS_COLS, body_int[i, PARENT] * WS_COLS
+        body_transform(body_float, i, jtype, q, body_int[i, QIDX], ws, s)
+        joint_velocity(jtype, body_float, j, v, vi, ws, w + VJ, False)     # vJ = S v
+        motion_to_child(ws, w + LI, ws, p + VEL, ws, w + VEL)              # v = X v_p + vJ
+        for k in range(6):
+            ws[w + VEL + k] += ws[w + VJ + k]
+        motion_to_child(ws, w + LI, ws, p + ACC, ws, w + ACC)              # a = X a_p + S a
+        joint_velocity(jtype, body_float, j, a, vi, ws, w + ACC, True)
+        motion_cross(ws, w + VEL, ws, w + VJ, ws, s + SCRATCH_MOTION)      #     + v x vJ
+        for k in range(6):
+            ws[w + ACC + k] += ws[s + SCRATCH_MOTION + k]
+    Y[:, :] = 0.0
+    A = np.empty(60)
+    projected = np.empty(6)
+    for i in range(1, nb):                                       # each body's ten columns
+        body_force_basis(ws, i * WS_COLS, A)
+        col = 10 * (i - 1)
+        b = i
+        while b > 0:                                             # up to the root:
+            vb, jb = body_int[b, VIDX], b * BODY_FLOAT_COLS
+            for k in range(10):                                  # tau_b += S_b^T F
+                project_force(body_int[b, JTYPE], body_float, jb, A, 6 * k, projected, 0)
+                for m in range(body_int[b, NVJ]):
+                    Y[vb + m, col + k] += projected[m]
+            p = body_int[b, PARENT]
+            if p > 0:
+                for k in range(10):                              # F = X_b^* F
+                    force_to_parent(ws, b * WS_COLS + LI, A, 6 * k, A, 6 * k, False)
+            b = p
+    return OK
