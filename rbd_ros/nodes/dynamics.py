@@ -20,20 +20,23 @@ import time
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Bool, Float64MultiArray
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import rbd_ros.dynamics as rbd
 from rbd_ros.control import (LAWS, Reference, Trajectory, control_torques,
                              joint_friction_compensation, tracking_error)
+from rbd_ros.control.observer import MomentumObserver, external_wrench
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected, all_finite, stamp_ns
 from rbd_ros.ros.messages import joint_state, odometry_to_base
 from rbd_ros.ros.node import COMMON_PARAMS, JOINT_STATES_QOS, RbdNode, node_main
 from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of,
                                 per_command_joint, unique_names)
-from rbd_ros.ros.qos import COMMAND_QOS, OUTPUT_QOS, joint_states_qos
+from rbd_ros.ros.qos import COMMAND_QOS, LATCHED_QOS, OUTPUT_QOS, joint_states_qos
 from rbd_ros.ros.robot import Robot
 from rbd_ros.ros.wire import JointStateDecoder, SerializedMessage
 
@@ -63,7 +66,27 @@ PARAMS = {
                                      'the reference velocity', dynamic=True),
     'saturate_efforts': ParamSpec('bool', True, 'clip effort commands at the URDF effort '
                                   'limits (counted: saturated_commands)'),
+    'observer_gain': ParamSpec('double_array', [50.0], 'external-torque observer gain K (1/s): '
+                               'one value, or one per joint (0 turns it off); needs joint_states '
+                               'with effort', finite_vector(minimum=0.0), dynamic=True),
+    'external_wrench_frame': ParamSpec('string', '', 'a link: ~/external_wrench_estimate is the '
+                                       'wrench on it that explains the external torques; '
+                                       'empty: none'),
+    'collision_threshold': ParamSpec('double_array', [], 'N m (N): an external torque beyond it '
+                                     'is a collision (~/collision, /diagnostics); one value or '
+                                     'one per joint; []: no detection (calibrate: a few times '
+                                     'external_torque_peak of a contact-free run)',
+                                     finite_vector(minimum=0.0), dynamic=True),
+    'on_collision': ParamSpec('string', 'none', 'what the effort commands do on a collision, '
+                              'until ~/reset_collision: none, hold (the law holds the measured '
+                              'position) or zero (zero torque)', one_of('none', 'hold', 'zero'),
+                              dynamic=True),
 }
+
+
+#: s between two joint_states beyond which the observer starts again (its integral would span
+#: a gap in the data)
+OBSERVER_GAP = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +102,7 @@ class Runtime:
     fd_out: SerializedMessage        # JointTrajectory: stamp, positions, velocities,
     #                                  accelerations, effort of points[0]
     reference: Reference             # per JointState joint: held positions and trajectories
+    observer: MomentumObserver       # the external torques (the model's velocities)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +118,7 @@ class BaseState:
 class DynamicsNode(RbdNode):
     NODE_NAME = 'rbd_dynamics'
     PARAMS = PARAMS
+    ACCEPTS_PAYLOAD = True
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -123,11 +148,29 @@ class DynamicsNode(RbdNode):
         self.pub_error = self.create_publisher(JointState, '~/tracking_error', OUTPUT_QOS)
         self.pub_trajectory = self.create_publisher(JointTrajectory, '~/trajectory_out',
                                                     OUTPUT_QOS)
+        self.pub_external = self.create_publisher(JointState, '~/external_torques', OUTPUT_QOS)
+        self.pub_wrench = self.create_publisher(WrenchStamped, '~/external_wrench_estimate',
+                                                OUTPUT_QOS) if p['external_wrench_frame'] else None
+        self.pub_collision = self.create_publisher(Bool, '~/collision', LATCHED_QOS)
+        self.create_service(Trigger, '~/reset_collision', self.on_reset_collision)
+        self.collision: list[str] = []       # the joints over threshold when it was detected
+        self.collisions = 0
+        self.peak = None                     # max |external torque| per joint since a reset
+        self._observed = None                # (observer, stamp in ns) of its last sample
         self.start()
+        self.pub_collision.publish(Bool(data=False))
 
     # -- model ---------------------------------------------------------------------------------
     def prepare(self, robot: Robot) -> Runtime:
         names, slots = robot.joint_slots(self.params['command_joints'])
+        frame = self.params['external_wrench_frame']
+        if frame and frame not in robot.model.frame_index:
+            raise ValueError(f'external_wrench_frame names {frame!r}, not a link of '
+                             f'{robot.model.name!r}')
+        for name in ('observer_gain', 'collision_threshold'):
+            reason = self._per_joint(name, self.params[name], len(robot.joint_names))
+            if reason:
+                raise ValueError(reason)
         for gain in ('kp', 'kd'):
             self._check_gains(gain, self.params[gain], len(names))
         old = self.runtime
@@ -143,7 +186,21 @@ class DynamicsNode(RbdNode):
             fd_out=SerializedMessage(fd, fd.header, [(point, 'positions'), (point, 'velocities'),
                                                      (point, 'accelerations'), (point, 'effort')],
                                      count),
-            reference=Reference(count))
+            reference=Reference(count),
+            observer=MomentumObserver(robot.model, self._observer_gain(robot)))
+
+    def _observer_gain(self, robot: Robot) -> np.ndarray:
+        """K per velocity: the parameter per JointState joint; a floating base's six rows take
+        the first value."""
+        gain = np.asarray(self.params['observer_gain'], dtype=float)
+        K = np.full(robot.nv, gain[0] if len(gain) else 0.0)
+        if len(gain) == len(robot.joint_names):
+            K[robot.v_index] = gain
+        return K
+
+    def carry_state(self, old: Runtime, new: Runtime) -> Runtime:
+        """A payload changed the model, not the robot: the reference runs on."""
+        return dataclasses.replace(new, reference=old.reference)
 
     @staticmethod
     def _check_gains(name, values, count):
@@ -151,7 +208,17 @@ class DynamicsNode(RbdNode):
             raise ValueError(f'{name} has {len(values)} values for the {count} command_joints '
                              '(one value for all, or one per command joint)')
 
+    @staticmethod
+    def _per_joint(name, value, joints):
+        allowed = (0, 1, joints) if name == 'collision_threshold' else (1, joints)
+        if len(value) not in allowed:
+            return (f'{name} has {len(value)} values for {joints} joints (one value for all, '
+                    'or one per joint)')
+        return None
+
     def check_parameter(self, name, value):
+        if name in ('observer_gain', 'collision_threshold') and self.runtime is not None:
+            return self._per_joint(name, value, len(self.runtime.robot.joint_names))
         if name in ('kp', 'kd') and self.runtime is not None:
             try:
                 self._check_gains(name, value, len(self.runtime.command_names))
@@ -211,10 +278,21 @@ class DynamicsNode(RbdNode):
         self.stats.published += 1
         return True
 
+    def _law(self) -> str:
+        """The command law: command_source, but while a collision holds the robot, a law with
+        feedback (gravity and inverse_dynamics have none: gravity_pd holds instead)."""
+        source = self.params['command_source']
+        if (self.collision and self.params['on_collision'] == 'hold'
+                and source in ('gravity', 'inverse_dynamics')):
+            return 'gravity_pd'
+        return source
+
     def _command(self, rt: Runtime, joint_tau: np.ndarray) -> None:
         if self.is_stale():
             return
         cmd = joint_tau[rt.command_slots]
+        if self.collision and self.params['on_collision'] == 'zero':
+            cmd = np.zeros_like(cmd)
         if self.params['saturate_efforts']:
             limit = rt.robot.effort_limit[rt.command_slots]
             clipped = np.clip(cmd, -limit, limit)
@@ -242,7 +320,7 @@ class DynamicsNode(RbdNode):
             e_dot = v_ref - m.velocity
             self._publish(self.pub_error, joint_state(stamp, robot.joint_names, e, e_dot), e,
                           e_dot)
-        source = self.params['command_source']
+        source = self._law()
         if source in ('none', 'gravity'):
             return
         tau = self.stats.timed(control_torques, source, robot.model, q, v, robot.q_index,
@@ -286,7 +364,7 @@ class DynamicsNode(RbdNode):
         if not robot.direct_state:
             g = g[robot.v_index]
         out = rt.gravity_out.fill(sec, nanosec, m.position, g)
-        source = self.params['command_source']
+        source = self._law()
         if self._publish(self.pub_gravity, out, g) and source == 'gravity':
             self._command(rt, g)
         if source not in ('none', 'gravity') or rt.reference.active:
@@ -303,6 +381,74 @@ class DynamicsNode(RbdNode):
                 qdd = qdd[robot.v_index]
             out = rt.fd_out.fill(sec, nanosec, m.position, m.velocity, qdd, m.effort)
             self._publish(self.pub_fd, out, qdd)
+            self._observe(rt, sec, nanosec, q, v, tau)
+
+    def _observe(self, rt: Runtime, sec, nanosec, q, v, tau) -> None:
+        """The external torques (control/observer.py) from this sample, published; a
+        collision when one passes its threshold."""
+        observer, robot = rt.observer, rt.robot
+        if not np.any(observer.gain):
+            return
+        t = sec * 1_000_000_000 + nanosec
+        last = self._observed
+        dt = None
+        if last is not None and last[0] is observer:
+            dt = (t - last[1]) * 1e-9
+            if not 0.0 < dt <= OBSERVER_GAP:     # (a gap or a clock reset: start again)
+                dt = None
+        r = self.stats.timed(observer.update, q, v, tau, dt)
+        self._observed = (observer, t)
+        joints = r[robot.v_index]
+        stamp = Time(sec=sec, nanosec=nanosec)
+        self._publish(self.pub_external, joint_state(stamp, robot.joint_names, effort=joints),
+                      joints)
+        if self.pub_wrench is not None:
+            w = external_wrench(robot.model, q, r, self.params['external_wrench_frame'],
+                                robot.v_index)
+            msg = WrenchStamped()
+            msg.header.stamp, msg.header.frame_id = stamp, self.params['external_wrench_frame']
+            msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = (float(x) for x in w[:3])
+            msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = (float(x)
+                                                                             for x in w[3:])
+            self._publish(self.pub_wrench, msg, w)
+        if dt is None:
+            return
+        size = np.abs(joints)
+        self.peak = size if self.peak is None or len(self.peak) != len(size) else \
+            np.maximum(self.peak, size)
+        threshold = self.params['collision_threshold']
+        if threshold and not self.collision:
+            over = size > np.broadcast_to(np.asarray(threshold, dtype=float), size.shape)
+            if np.any(over):
+                self._collide(rt, over, joints)
+
+    def _collide(self, rt: Runtime, over, joints) -> None:
+        robot = rt.robot
+        self.collision = [robot.joint_names[k] for k in np.nonzero(over)[0]]
+        self.collisions += 1
+        self.pub_collision.publish(Bool(data=True))
+        what = ', '.join(f'{robot.joint_names[k]} {joints[k]:+.3g}'
+                         for k in np.nonzero(over)[0])
+        action = self.params['on_collision']
+        self.get_logger().warning(
+            f'collision: external torque over collision_threshold on {what}; '
+            + {'none': 'commands go on', 'hold': 'holding the measured position',
+               'zero': 'zero torque commands'}[action] + ' until ~/reset_collision')
+        if action == 'hold':
+            rt.reference.active = []
+            rt.reference.start_hold(rt.merger.position)
+
+    def on_reset_collision(self, request, response):
+        was = self.collision
+        self.collision = []
+        self.peak = None
+        self.pub_collision.publish(Bool(data=False))
+        response.success = True
+        response.message = (f'collision on {", ".join(was)} cleared' if was
+                            else 'no collision was active')
+        if was:
+            self.get_logger().info(response.message)
+        return response
 
     def _trajectory(self, rt: Runtime, msg: JointTrajectory):
         """(slots, times from start, positions, velocities, accelerations) of a valid
@@ -349,6 +495,8 @@ class DynamicsNode(RbdNode):
         if rt is None:
             raise Rejected('no_model', 'reference before any robot_description')
         slots, tfs, pos, vel, acc = self._trajectory(rt, msg)
+        if self.collision and self.params['on_collision'] == 'hold':
+            raise Rejected('collision', 'holding after a collision: call ~/reset_collision first')
         m = rt.merger
         if not m.complete:
             raise Rejected('no_state', 'a reference before every joint position is known')
@@ -419,6 +567,9 @@ class DynamicsNode(RbdNode):
                 self.get_logger().info('input fresh again: torque commands resumed')
             self._was_stale = False
         extra = {'command_source': self.params['command_source'],
+                 'collision': str(bool(self.collision)).lower(),
+                 'collision_joints': ','.join(self.collision),
+                 'collisions': str(self.collisions),
                  'floating_base': str(self.params['floating_base']).lower(),
                  'saturated_commands': str(self.saturated),
                  'references_taken': str(self.references)}
@@ -427,6 +578,9 @@ class DynamicsNode(RbdNode):
             extra['joints_known'] = f'{int(rt.merger.has_position.sum())}/' \
                                     f'{len(rt.robot.joint_names)}'
             extra['clock_resets'] = str(rt.merger.clock_resets)
+            if self.peak is not None and len(self.peak) == len(rt.robot.joint_names):
+                extra['external_torque_peak'] = ', '.join(
+                    f'{name} {x:.3g}' for name, x in zip(rt.robot.joint_names, self.peak))
         return extra
 
 

@@ -220,6 +220,7 @@ def _check_bound(values, what, bound=COMMAND_BOUND) -> None:
 class SimNode(RbdNode):
     NODE_NAME = 'rbd_sim'
     PARAMS = PARAMS
+    ACCEPTS_PAYLOAD = True
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -347,6 +348,12 @@ class SimNode(RbdNode):
             lowest = min(float(n @ where) for _, where in sim.point_locations(q))
             pose[:3] = n * (self.params['ground_height'] - lowest)
         return pose
+
+    def carry_state(self, old: Runtime, new: Runtime) -> Runtime:
+        """A payload changed the robot's inertia, not its state: the motion and the commands
+        go on from where they were."""
+        new.sim.q, new.sim.v = old.sim.q, old.sim.v
+        return dataclasses.replace(new, inputs=old.inputs)
 
     def runtime_changed(self, runtime: Runtime) -> None:
         runtime.sim.t = self.sim_time          # simulated time runs on across a model swap

@@ -14,16 +14,20 @@ is logged and counted, and the previous model keeps running.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import gc
 import inspect
+import math
 import signal
 import sys
 import threading
 import time
 from typing import Callable, Iterable
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import InertiaStamped
 from rclpy.exceptions import InvalidHandle
 from rclpy.node import Node
 from std_msgs.msg import String
@@ -33,7 +37,7 @@ from .diagnostics import Stats, diagnostic_status
 from .joint_states import Rejected
 from .params import (ParameterError, ParamSpec, declare_parameters, install_set_validation,
                      one_of, positive)
-from .qos import LATCHED_QOS, OUTPUT_QOS
+from .qos import COMMAND_QOS, LATCHED_QOS, OUTPUT_QOS
 from .robot import Robot, load_robot, read_description_file
 
 # Parameters several nodes declare, described once.
@@ -62,6 +66,8 @@ class RbdNode(Node):
     PARAMS: dict[str, ParamSpec] = COMMON_PARAMS
     #: strict mode refuses only warnings that bear on kinematics (frames_node)
     STRICT_KINEMATICS_ONLY = False
+    #: the node takes a payload on ~/payload (geometry_msgs/InertiaStamped)
+    ACCEPTS_PAYLOAD = False
 
     def __init__(self, *, context=None, parameter_overrides=None, node_name=None,
                  namespace=None, cli_args=None):
@@ -71,6 +77,8 @@ class RbdNode(Node):
         self._name_undeclared_parameters()
         self.stats = Stats()
         self.runtime = None
+        self.payload = None             # (link, mass, com, inertia about the COM) or None
+        self._unloaded = None           # the Robot of the description, without the payload
         self._generation = 0
         self._validated = {}     # description -> runtime, built while a parameter was set
         install_set_validation(self, self.PARAMS, self._check_param, self._param_changed)
@@ -110,6 +118,9 @@ class RbdNode(Node):
         description or parameter the node cannot run with raises ParameterError."""
         self.subscribe_checked(String, 'robot_description', self._on_topic, LATCHED_QOS,
                                counted=False)
+        if self.ACCEPTS_PAYLOAD:
+            self.subscribe_checked(InertiaStamped, '~/payload', self.on_payload, COMMAND_QOS,
+                                   counted=False)
         text, name, path = self._description_parameter()
         if not text:     # (said once; /diagnostics says it too)
             topic = self.resolve_topic_name('robot_description')
@@ -154,8 +165,17 @@ class RbdNode(Node):
         """A runtime for a description (raises on any problem)."""
         return self.prepare(self._load(text, source, path))
 
-    def _swap(self, runtime) -> None:
+    def _swap(self, runtime, payload: bool = False) -> None:
         robot = runtime.robot
+        if payload:         # the same description, another payload
+            self.runtime = runtime
+            self.runtime_changed(runtime)
+            return
+        if self.payload is not None:
+            self.get_logger().info(f'payload on {self.payload[0]!r} removed with the new '
+                                   'description')
+            self.payload = None
+        self._unloaded = robot
         for warning in robot.model.warnings:          # each once, when its model comes in
             self.get_logger().warning(f'robot description: {warning}')
         self._generation = robot.generation
@@ -209,6 +229,42 @@ class RbdNode(Node):
                                     or not self.params['robot_description']):
             self._swap(runtime)
         self.parameter_changed(name, value)
+
+    # -- payload -------------------------------------------------------------------------
+    def on_payload(self, msg) -> None:
+        """A payload on the link named by header.frame_id (mass, centre of mass and inertia
+        about it, in the link's frame: geometry_msgs/Inertia), replacing the previous one; mass
+        0 removes it. The model is swapped as a new description is: every output comes from
+        one model. A payload the model cannot take is refused (counted) and the model kept."""
+        if self.runtime is None or self._unloaded is None:
+            raise Rejected('no_model', 'payload before any robot_description')
+        i, link = msg.inertia, msg.header.frame_id
+        com = np.array([i.com.x, i.com.y, i.com.z])
+        inertia = np.array([[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]])
+        if not (math.isfinite(i.m) and np.all(np.isfinite(com)) and np.all(np.isfinite(inertia))):
+            raise Rejected('non_finite', 'NaN or inf in payload')
+        try:
+            model = self._unloaded.model.with_payload(link, i.m, com, inertia)
+            robot = dataclasses.replace(self._unloaded, model=model)
+            runtime = self.carry_state(self.runtime, self.prepare(robot))
+        except ValueError as exc:
+            raise Rejected('bad_payload', str(exc)) from None
+        self.payload = None if i.m == 0.0 else (link, float(i.m), com, inertia)
+        self._swap(runtime, payload=True)
+        self.get_logger().info('payload removed' if self.payload is None else
+                               f'payload {i.m:g} kg on {link!r} at com {com.tolist()}: model '
+                               'swapped')
+
+    def carry_state(self, old, new):
+        """The runtime of a payload change, carrying what the old one knew (default: as
+        prepared)."""
+        return new
+
+    def payload_text(self) -> str:
+        if self.payload is None:
+            return 'none'
+        link, mass, com, _ = self.payload
+        return f'{mass:g} kg on {link} at [{", ".join(f"{x:g}" for x in com)}]'
 
     # -- hooks -----------------------------------------------------------------------------
     def prepare(self, robot: Robot):
@@ -288,10 +344,12 @@ class RbdNode(Node):
         arr = DiagnosticArray()
         arr.header.stamp = self.get_clock().now().to_msg()
         waiting = self.waiting_for() if self.robot is not None else None
+        extra = self.extra_diagnostics()
+        if self.ACCEPTS_PAYLOAD:
+            extra['payload'] = self.payload_text()
         arr.status = [diagnostic_status(self.get_fully_qualified_name(), self.robot, self.stats,
                                         self.robot is not None and waiting is None
-                                        and self.is_stale(), self.extra_diagnostics(),
-                                        waiting=waiting)]
+                                        and self.is_stale(), extra, waiting=waiting)]
         self.pub_diag.publish(arr)
 
 
