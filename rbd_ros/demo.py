@@ -4,10 +4,11 @@ bringup starts ``rbd_sim`` (the simulated arm: friction, damping, limits, lockst
 controller) and ``rbd_dynamics`` (``command_source: computed_torque``) in one process. The arm
 follows a 4 s trajectory given as one JointTrajectory; then the sim gets a 2 kg payload on its
 last link that the controller's description does not have, and the arm follows the same
-trajectory again. A live table shows the reference, the measured position and the command per
+trajectory again; then the payload is announced to the controller (its ~/payload), and the
+arm follows it a third time. A live table shows the reference, the measured position and the command per
 joint; the summary gives the tracking error per phase (max and RMS, after the first 0.5 s);
 a plot (reference against measured per joint, and the commanded torques) is written as a PNG
-whose path is printed. It ends by itself after the two phases (about 10 s), or on Ctrl-C.
+whose path is printed. It ends by itself after the three phases (about 16 s), or on Ctrl-C.
 
 ``--legged``: the bundled Solo-12 quadruped (config/solo12.yaml), dropped from 35 cm onto the
 ground with its legs in the standing pose, held by ``gravity_pd`` in ``rbd_dynamics`` through
@@ -44,6 +45,33 @@ def with_payload(xml: str, mass: float) -> str:
                f'izz="0.002"/></inertial></link><joint name="demo_payload_joint" type="fixed">'
                f'<parent link="{last}"/><child link="demo_payload"/></joint></robot>')
     return xml[:xml.rindex('</robot>')] + payload
+
+
+RETURN_S = 1.5           # s: the move back to the start pose before the third phase
+
+
+def return_msg(names, q0, start):
+    """One point: q0 at rest, RETURN_S after ``start`` (JointTrajectoryController's spline
+    from the measured state)."""
+    from builtin_interfaces.msg import Duration, Time
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    msg = JointTrajectory(joint_names=list(names))
+    msg.header.stamp = Time(sec=int(start), nanosec=int((start % 1) * 1e9))
+    msg.points.append(JointTrajectoryPoint(
+        positions=list(map(float, q0)), velocities=[0.0] * len(names),
+        accelerations=[0.0] * len(names),
+        time_from_start=Duration(sec=int(RETURN_S), nanosec=int((RETURN_S % 1) * 1e9))))
+    return msg
+
+
+def payload_msg(link, mass):
+    """The payload ``with_payload`` adds, as a geometry_msgs/InertiaStamped for ~/payload."""
+    from geometry_msgs.msg import InertiaStamped
+    msg = InertiaStamped()
+    msg.header.frame_id = link
+    msg.inertia.m, msg.inertia.com.z = float(mass), 0.05
+    msg.inertia.ixx = msg.inertia.iyy = msg.inertia.izz = 0.002
+    return msg
 
 
 def reference_msg(names, q0, start):
@@ -273,6 +301,7 @@ def legged(opts) -> int:
 
 def main(argv=None) -> int:
     import rclpy
+    from geometry_msgs.msg import InertiaStamped
     from rclpy.parameter import Parameter
     from trajectory_msgs.msg import JointTrajectory
 
@@ -300,9 +329,11 @@ def main(argv=None) -> int:
     print(f'rbd_ros demo: {robot.model.name} ({len(names)} joints, '
           f'{robot.model.total_mass:.2f} kg) from {urdf}')
     print('rbd_sim (lockstep: friction, damping, limits) + rbd_dynamics (computed_torque), one '
-          f'process; two {PHASE_S:g} s phases, the second with a {opts.payload:g} kg payload the '
+          f'process; three {PHASE_S:g} s phases, the second with a {opts.payload:g} kg payload the '
           'controller does not know')
     made = {'phase': 'starting', 'phases': {}}
+    loaded, announced = f'{opts.payload:g} kg payload', f'{opts.payload:g} kg, announced'
+    last_link = robot.model.frame_names[-1]
 
     def make(context):
         nodes = create_nodes(['sim', 'dynamics'], context=context, urdf_path=urdf, overrides={
@@ -314,6 +345,7 @@ def main(argv=None) -> int:
         node = rclpy.create_node('rbd_demo', context=context)
         made.update(nodes=nodes, node=node, recorder=Recorder(node, names),
                     ref=node.create_publisher(JointTrajectory, 'rbd_dynamics/reference', 10),
+                    payload=node.create_publisher(InertiaStamped, 'rbd_dynamics/payload', 10),
                     t0=time.monotonic())
         return [*nodes, node]
 
@@ -341,9 +373,20 @@ def main(argv=None) -> int:
             send_phase('no payload', sim, dyn)
         elif phase == 'no payload' and sim.sim_time > made['phases'][phase][1] + 0.3:
             sim.set_parameters([Parameter('robot_description', value=heavy)])
-            send_phase(f'{opts.payload:g} kg payload', sim, dyn)
-        elif phase.endswith('payload') and phase != 'no payload' and \
-                sim.sim_time > made['phases'][phase][1] + 0.3:
+            send_phase(loaded, sim, dyn)
+        elif phase == loaded and sim.sim_time > made['phases'][phase][1] + 0.3:
+            if dyn.payload is None:           # tell the controller what the arm carries
+                sim.paused = True
+                made['payload'].publish(payload_msg(last_link, opts.payload))
+            else:                             # and bring the arm back to the start, 1.5 s
+                sim.paused = True
+                made['returned'] = sim.sim_time + 0.05 + RETURN_S
+                made['taken'] = dyn.references + 1
+                made['ref'].publish(return_msg(names, q0, sim.sim_time + 0.05))
+                made['phase'] = 'returning'
+        elif phase == 'returning' and sim.sim_time > made['returned'] + 0.5:
+            send_phase(announced, sim, dyn)
+        elif phase == announced and sim.sim_time > made['phases'][phase][1] + 0.3:
             return True
         rec = made['recorder']
         rows = [f'  phase: {made["phase"]:<16} simulated time {sim.sim_time:6.2f} s',
@@ -379,8 +422,8 @@ def main(argv=None) -> int:
             print(f'plot: {path}')
         except ImportError:
             print('plot: skipped, matplotlib is not installed (pip install matplotlib)')
-    if len(results) < 2 or not all(np.isfinite(v) for v in results.values()):
-        print('demo: the two phases did not complete', file=sys.stderr)
+    if len(results) < 3 or not all(np.isfinite(v) for v in results.values()):
+        print('demo: the three phases did not complete', file=sys.stderr)
         return 1
     return 0
 

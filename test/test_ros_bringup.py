@@ -50,12 +50,13 @@ def test_dynamics_node_process_serves_and_stops_on_ctrl_c(ros, tmp_path):
 
 
 def test_demo_runs_and_summarises(tmp_path):
-    """The README's demo: two phases of computed-torque tracking in the simulator, a summary
+    """The README's demo: three phases of computed-torque tracking in the simulator, a summary
     with the error per phase, and a plot. Without a payload the model is exact (friction
-    compensated): the arm follows within 1e-3 rad; the unknown payload makes it worse."""
+    compensated): the arm follows within 1e-3 rad; the unknown payload makes it worse; the
+    payload announced on the controller's ~/payload makes it exact again."""
     png = tmp_path / 'demo.png'
     proc = subprocess.run([sys.executable, '-m', 'rbd_ros.demo', '--plot', str(png)],
-                          env=child_env(), capture_output=True, text=True, timeout=120)
+                          env=child_env(), capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert 'joint_7' in out and 'summary' in out and 'Traceback' not in proc.stderr
@@ -64,9 +65,10 @@ def test_demo_runs_and_summarises(tmp_path):
         if ' max ' in line and ' RMS ' in line:
             label = line.split(' max ')[0].strip()
             worst[label] = float(line.split(' max ')[1].split()[0])
-    assert set(worst) == {'no payload', '2 kg payload'}, out
+    assert set(worst) == {'no payload', '2 kg payload', '2 kg, announced'}, out
     assert worst['no payload'] < 1e-3
     assert worst['2 kg payload'] > 10 * worst['no payload']
+    assert worst['2 kg, announced'] < 1e-3
     assert f'plot: {png}' in out and png.stat().st_size > 10_000
 
 
