@@ -104,7 +104,7 @@ def test_reset_and_set_base_state_cover_the_base(ros):
      'parameter contact_points: \'box 0 0 0 -0.01\': the radius must be >= 0'),
     (['-p', 'friction_coefficient:=-0.5'], 'parameter friction_coefficient: must be'),
     (['-p', 'ground_normal:=[0.0, 0.0, 0.0]'],
-     'parameter ground_normal: ground_normal must be a non-zero vector'),
+     'parameter ground_normal: must be a non-zero vector of 3 finite numbers, got [0, 0, 0]'),
     (['-p', 'initial_base_pose:=[0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 2.0]'],
      'parameter initial_base_pose: the quaternion [qx, qy, qz, qw] = [0.0, 0.0, 0.0, 2.0] '
      'has norm 2'),

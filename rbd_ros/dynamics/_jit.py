@@ -7,6 +7,7 @@ functions in the interpreter, which is how the tests prove the two modes agree.
 import contextlib
 import hashlib
 import os
+import sys
 import tempfile
 
 import numpy as _np
@@ -49,7 +50,7 @@ def drop_stale_caches():
             with open(path, 'rb') as handle:
                 digest.update(path.encode() + b'\0' + handle.read())
         stamp = digest.hexdigest()
-        seen = set()
+        seen, said = set(), False
         for source in sources:
             for locator_class in impl._locator_classes:
                 locator = locator_class.from_function(drop_stale_caches, source)
@@ -70,6 +71,11 @@ def drop_stale_caches():
             except OSError:
                 pass
             modules = {os.path.splitext(os.path.basename(p))[0] for p in sources}
+            if not said and any(name.endswith('.nbi') for name in os.listdir(cache)):
+                said = True
+                print('rbd_ros: the kernels changed since they were compiled: compiling them '
+                      'again as they are first used (about a minute in all; `warmup` does it '
+                      'ahead of time)', file=sys.stderr, flush=True)
             for name in os.listdir(cache):
                 if name.endswith(('.nbi', '.nbc')) and name.split('.')[0] in modules:
                     try:
@@ -111,7 +117,12 @@ def compile_lock():
         yield
         return
     with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:     # another process compiles: say why this one seems to hang
+            print('rbd_ros: waiting for another process to finish compiling the kernels '
+                  '(`warmup` compiles them ahead of time)', file=sys.stderr, flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:

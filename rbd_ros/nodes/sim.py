@@ -64,6 +64,10 @@ def _gains(value) -> None:
         raise ValueError('must have one value (for every joint) or one per command joint')
 
 
+#: Hz of simulated time at which ~/contact_markers are published (at most)
+MARKER_RATE = 30.0
+
+
 def _finite_number(value) -> None:
     if not math.isfinite(value):
         raise ValueError(f'must be finite (got {value!r})')
@@ -235,6 +239,9 @@ class SimNode(RbdNode):
         self.awaiting_command = False   # lockstep: a state was published, no command since
         self.wrench = None              # ({link: wrench}, end time or None)
         self.delayed = collections.deque()
+        self._next_markers = 0.0            # simulated time of the next contact markers
+        self._rtf_window = (time.monotonic(), 0.0)   # (wall, simulated) time of the last check
+        self._slow = None                   # the real-time factor when short of the target
         self.pub_js = self.create_publisher(JointState, 'joint_states', OUTPUT_QOS)
         self.pub_clock = self.create_publisher(Clock, '/clock', OUTPUT_QOS) \
             if p['publish_clock'] else None
@@ -318,16 +325,24 @@ class SimNode(RbdNode):
             for note in sim.notes:
                 self.get_logger().info(f'contacts: {note}')
             if sim.ground and not sim.points:
-                self.get_logger().warning(
-                    'floating_base with a ground but no contact points: the robot falls '
-                    'through the ground (its collision shapes are meshes or absent; give '
-                    'contact_points "link x y z radius")')
+                why = ('collision_contacts is false and contact_points empty'
+                       if not p['collision_contacts'] else
+                       'its collision shapes are meshes or absent; give contact_points '
+                       '"link x y z radius"')
+                self.get_logger().warning('floating_base with a ground but no contact points: '
+                                          f'the robot falls through the ground ({why})')
             elif sim.ground:
                 links = sorted({c.link for c in sim.points})
                 self.get_logger().info(f'ground contact: {len(sim.points)} points on '
                                        f'{len(links)} link{"s" if len(links) > 1 else ""} '
                                        f'({", ".join(links[:8])}'
                                        f'{", ..." if len(links) > 8 else ""})')
+        else:
+            ignored = [name for name in ('contact_points', 'initial_base_pose',
+                                         'initial_base_velocity') if p[name]]
+            if ignored:
+                self.get_logger().warning(f'{", ".join(ignored)} given without floating_base: '
+                                          'true: ignored (a fixed-base robot has no ground)')
         count = len(robot.joint_names)
         return Runtime(robot=robot, sim=sim, command_names=names, command_slots=slots, q0=q0,
                        v0=v0, inputs={'effort_commands': CommandInput.empty(count),
@@ -463,6 +478,17 @@ class SimNode(RbdNode):
         rt = self.runtime
         if rt is None:
             raise Rejected('no_model', 'state before any robot_description')
+        o = msg.pose.pose.orientation
+        norm = float(np.linalg.norm([o.x, o.y, o.z, o.w]))
+        if abs(norm - 1.0) > 1e-3:
+            raise Rejected('bad_quaternion', f'set_base_state orientation has norm {norm:.6g}: '
+                           'not a rotation (a unit quaternion; one off by rounding is '
+                           'normalised)')
+        world, root = self.params['world_frame'], rt.robot.model.root_link
+        if msg.header.frame_id not in ('', world) or msg.child_frame_id not in ('', root):
+            raise Rejected('wrong_frame', f'set_base_state gives {msg.child_frame_id!r} in '
+                           f'{msg.header.frame_id!r}: this simulator\'s base is {root!r} in '
+                           f'{world!r} (or leave both empty)')
         base_q, base_v = odometry_to_base(msg)
         _check_bound(np.concatenate([base_q[:3], base_v]), 'set_base_state',
                      self.params['divergence_bound'])
@@ -481,7 +507,9 @@ class SimNode(RbdNode):
         self.wrench = None
         self.delayed.clear()
         response.success = True
-        response.message = f'state reset to initial_positions at t = {self.sim_time:.6f} s'
+        response.message = (f'state reset to initial_positions'
+                            f'{" and initial_base_pose" if self.params["floating_base"] else ""}'
+                            f' at t = {self.sim_time:.6f} s')
         return response
 
     def on_pause(self, request, response):
@@ -679,6 +707,9 @@ class SimNode(RbdNode):
         frame about its origin, as ~/external_wrench and the core's f_ext); RViz arrows at each
         point (world_frame; the robot's weight is 0.5 m)."""
         world = self.params['world_frame']
+        publish_markers = self.sim_time >= self._next_markers - 1e-12
+        if publish_markers:     # (RViz needs no more: at 1 kHz they cost a third of a period)
+            self._next_markers = self.sim_time + 1.0 / MARKER_RATE
         markers = MarkerArray(markers=[Marker(action=Marker.DELETEALL)])
         markers.markers[0].header.frame_id = world
         if contacts:
@@ -697,7 +728,7 @@ class SimNode(RbdNode):
                 w.torque.x, w.torque.y, w.torque.z = (float(x) for x in R.T @ tau)
                 self.pub_contacts.publish(msg)
             weight = max(model.total_mass * float(np.linalg.norm(model.gravity)), 1e-9)
-            for k, (link, where, force) in enumerate(contacts):
+            for k, (link, where, force) in enumerate(contacts if publish_markers else ()):
                 arrow = Marker(ns='contact_forces', id=k, type=Marker.ARROW, action=Marker.ADD)
                 arrow.header.stamp, arrow.header.frame_id = stamp, world
                 tip = where + 0.5 * force / weight
@@ -707,7 +738,14 @@ class SimNode(RbdNode):
                 arrow.color.r, arrow.color.g, arrow.color.a = 1.0, 0.3, 1.0
                 arrow.pose.orientation.w = 1.0
                 markers.markers.append(arrow)
-        self.pub_markers.publish(markers)
+        if publish_markers:
+            self.pub_markers.publish(markers)
+
+    def warning(self) -> str | None:
+        if self._slow is not None:
+            return (f'running slower than real time: {self._slow:.2f}x of real_time_factor '
+                    f'{self.params["real_time_factor"]:g} (lower publish_rate or rate)')
+        return None
 
     def extra_diagnostics(self) -> dict:
         wall = max(time.monotonic() - self._wall_t0, 1e-9)
@@ -717,6 +755,15 @@ class SimNode(RbdNode):
                  'paused': str(self.paused).lower(),
                  'integrator': self.params['integrator'],
                  'real_time_factor': f'{self.sim_time / wall:.3f}'}
+        target = self.params['real_time_factor']
+        wall_then, sim_then = self._rtf_window
+        now = time.monotonic()
+        if now - wall_then > 0.5:
+            achieved = (self.sim_time - sim_then) / (now - wall_then)
+            running = not (self.paused or self.params['lockstep'] or target == 0.0
+                           or (self.runtime is not None and self._holding(self.runtime)))
+            self._slow = achieved if running and achieved < 0.9 * target else None
+            self._rtf_window = (now, self.sim_time)
         rt = self.runtime
         if rt is not None:
             fresh = [name for name, c in rt.inputs.items() if c.time is not None

@@ -90,7 +90,7 @@ class Stats:
 
 def diagnostic_status(node_name: str, robot, stats: Stats, stale: bool,
                       extra: Mapping[str, str] | None = None,
-                      waiting: str | None = None) -> DiagnosticStatus:
+                      waiting: str | None = None, warning: str | None = None) -> DiagnosticStatus:
     """The node's DiagnosticStatus: ERROR without a model, WARN while it waits for an input
     (``waiting``: what) or when stale, after rejections, internal errors or with model
     warnings, OK otherwise."""
@@ -109,6 +109,8 @@ def diagnostic_status(node_name: str, robot, stats: Stats, stale: bool,
                 '; the robot description has warnings' if stats.model_warnings else '')
         elif stale:
             st.level, st.message = DiagnosticStatus.WARN, 'input stale: torque outputs stopped'
+        elif warning:
+            st.level, st.message = DiagnosticStatus.WARN, warning
         elif stats.internal_errors:
             st.level, st.message = DiagnosticStatus.WARN, 'running; internal errors (a bug: please report)'
         elif stats.rejected or stats.description_errors or stats.non_finite_outputs:

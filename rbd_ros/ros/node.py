@@ -183,7 +183,7 @@ class RbdNode(Node):
         self.runtime = runtime          # the swap: one assignment
         self.get_logger().info(
             f'model {robot.model.name!r} from {robot.source}: nq={robot.nq} nv={robot.nv}, '
-            f'joints {", ".join(robot.joint_names)}'
+            f'joints {", ".join(robot.joint_names) or "none"}'
             + (f' ({len(robot.model.warnings)} warnings)' if robot.model.warnings else ''))
         self.runtime_changed(runtime)
 
@@ -288,6 +288,10 @@ class RbdNode(Node):
         """What the node, with a model, still waits for before it can publish (None: nothing)."""
         return None
 
+    def warning(self) -> str | None:
+        """A condition /diagnostics reports as WARN with this message (None: none)."""
+        return None
+
     def extra_diagnostics(self) -> dict:
         """Node-specific /diagnostics key-values."""
         return {}
@@ -349,7 +353,8 @@ class RbdNode(Node):
             extra['payload'] = self.payload_text()
         arr.status = [diagnostic_status(self.get_fully_qualified_name(), self.robot, self.stats,
                                         self.robot is not None and waiting is None
-                                        and self.is_stale(), extra, waiting=waiting)]
+                                        and self.is_stale(), extra, waiting=waiting,
+                                        warning=self.warning())]
         self.pub_diag.publish(arr)
 
 

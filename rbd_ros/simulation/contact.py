@@ -115,7 +115,10 @@ def candidates(model, points=(), collisions=True):
                              'skipped (no contact from meshes: give the link contact_points)')
     for point in points:
         if point.link not in model.frame_index:
-            raise ValueError(f'contact point on unknown link {point.link!r}')
+            links = ', '.join(model.frame_names[:12]) + (', ...' if len(model.frame_names) > 12
+                                                          else '')
+            raise ValueError(f'contact point on unknown link {point.link!r} (the links: '
+                             f'{links})')
         body, E, r = _in_body(model, point.link)
         out.append(Candidate(point.link, body, L.SPHERE, 0, E @ np.asarray(point.xyz, float) + r,
                              float(point.radius), zero, zero))
@@ -128,8 +131,8 @@ def ground_frame(normal):
     n = np.asarray(normal, dtype=float)
     norm = float(np.linalg.norm(n)) if n.shape == (3,) else 0.0
     if not (math.isfinite(norm) and norm > 1e-12):
-        raise ValueError(f'ground_normal must be a non-zero vector of 3 finite numbers, '
-                         f'got {list(np.ravel(normal))}')
+        shown = ', '.join(f'{float(x):g}' for x in np.ravel(normal))
+        raise ValueError(f'must be a non-zero vector of 3 finite numbers, got [{shown}]')
     n = n / norm
     helper = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
     t1 = np.cross(n, helper)

@@ -74,7 +74,10 @@ class SimOptions:
             raise ValueError('contact_stiffness and contact_damping cannot both be 0')
         if not math.isfinite(self.ground_height):
             raise ValueError(f'ground_height must be finite, got {self.ground_height!r}')
-        ground_frame(self.ground_normal)      # raises for a zero normal
+        try:
+            ground_frame(self.ground_normal)
+        except ValueError as exc:
+            raise ValueError(f'ground_normal {exc}') from None
 
 
 class Simulator:
