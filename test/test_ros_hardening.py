@@ -58,7 +58,7 @@ def test_the_decoder_refuses_every_encapsulation_and_malformed_body():
         from sensor_msgs.msg import JointState
         from hostile_bytes import mutations
         from rbd_ros.ros.joint_states import Rejected
-        from rbd_ros.ros.wire import JointStateDecoder
+        from rbd_ros.ros.joint_state_bytes import JointStateDecoder
 
         msg = JointState(name=['joint_1', 'joint_2', 'a_long_joint_name_3'],
                          position=[0.1, 0.2, 0.3], velocity=[1.0, 2.0, 3.0], effort=[])

@@ -16,7 +16,8 @@ from rbd_ros.dynamics import rotations  # noqa: E402
 from rbd_ros.ros import joint_states, messages, params, qos  # noqa: E402
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected  # noqa: E402
 from rbd_ros.ros.robot import load_robot  # noqa: E402
-from rbd_ros.ros.wire import JointStateDecoder, SerializedMessage  # noqa: E402
+from rbd_ros.ros.joint_state_bytes import JointStateDecoder  # noqa: E402
+from rbd_ros.ros.wire import SerializedMessage  # noqa: E402
 
 
 

@@ -38,7 +38,8 @@ from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of,
                                 per_command_joint, unique_names)
 from rbd_ros.ros.qos import COMMAND_QOS, LATCHED_QOS, OUTPUT_QOS, joint_states_qos
 from rbd_ros.ros.robot import Robot
-from rbd_ros.ros.wire import JointStateDecoder, SerializedMessage
+from rbd_ros.ros.joint_state_bytes import JointStateDecoder
+from rbd_ros.ros.wire import SerializedMessage
 
 PARAMS = {
     **COMMON_PARAMS,

@@ -27,7 +27,7 @@ from rbd_ros.ros.node import COMMON_PARAMS, JOINT_STATES_QOS, RbdNode, node_main
 from rbd_ros.ros.params import ParamSpec, non_negative
 from rbd_ros.ros.qos import LATCHED_QOS, TF_QOS, TF_STATIC_QOS, joint_states_qos
 from rbd_ros.ros.robot import Robot
-from rbd_ros.ros.wire import JointStateDecoder
+from rbd_ros.ros.joint_state_bytes import JointStateDecoder
 
 PARAMS = {
     **COMMON_PARAMS,

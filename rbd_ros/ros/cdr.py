@@ -21,7 +21,7 @@ import struct
 from rclpy.serialization import deserialize_message
 from rosidl_parser import definition as idl
 
-from .joint_states import Rejected
+from .joint_state_bytes import ENCAPSULATIONS, Rejected, check_encapsulation  # noqa: F401
 
 _PRIMITIVE = {'boolean': 1, 'octet': 1, 'char': 1, 'uint8': 1, 'int8': 1, 'byte': 1,
               'int16': 2, 'uint16': 2, 'int32': 4, 'uint32': 4, 'float': 4, 'wchar': 2,
@@ -29,24 +29,6 @@ _PRIMITIVE = {'boolean': 1, 'octet': 1, 'char': 1, 'uint8': 1, 'int8': 1, 'byte'
 
 #: encapsulation identifiers (the first two bytes) of the other representations, for the
 #: refusal's message (OMG DDS-XTypes 1.3, 7.6.3.1.2)
-ENCAPSULATIONS = {0x02: 'PL_CDR_BE', 0x03: 'PL_CDR_LE', 0x06: 'CDR2_BE (XCDR2)',
-                  0x07: 'CDR2_LE (XCDR2)', 0x08: 'D_CDR2_BE (XCDR2)', 0x09: 'D_CDR2_LE (XCDR2)',
-                  0x0a: 'PL_CDR2_BE (XCDR2)', 0x0b: 'PL_CDR2_LE (XCDR2)'}
-
-
-def check_encapsulation(data) -> str:
-    """'<' or '>' for plain CDR's two byte orders; Rejected (malformed) for anything else,
-    naming what it is."""
-    if len(data) < 4:
-        raise Rejected('malformed', f'{len(data)} bytes: shorter than the 4-byte CDR header')
-    if data[0] == 0 and data[1] in (0, 1):
-        return '<' if data[1] == 1 else '>'
-    kind = ENCAPSULATIONS.get(data[1]) if data[0] == 0 else None
-    raise Rejected('malformed', f'encapsulation {data[0]:02x} {data[1]:02x}'
-                   f'{f" ({kind})" if kind else ""} is not read: ROS 2 rmw implementations send '
-                   'plain CDR (00 00 / 00 01)')
-
-
 # ---- the walk ------------------------------------------------------------------------------
 # A plan is a tuple of steps over a message's fields, nested messages flattened into it:
 #   (_FIXED, size, count)           `count` primitives of `size` bytes (fixed arrays included)

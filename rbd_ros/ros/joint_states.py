@@ -14,6 +14,7 @@ import numpy as np
 from builtin_interfaces.msg import Time as TimeMsg
 from sensor_msgs.msg import JointState
 
+from .joint_state_bytes import Rejected  # noqa: F401 (raised and caught by the nodes)
 from .robot import Robot
 
 #: A stamp older than the previous one by more than this is a reset of the sender's clock (a log
@@ -48,15 +49,6 @@ def all_finite(*arrays) -> bool:
     except (TypeError, ValueError):
         pass
     return all(bool(np.all(np.isfinite(np.asarray(a, dtype=float)))) for a in arrays)
-
-
-class Rejected(Exception):
-    """A message that is rejected; ``reason`` is a short key counted in diagnostics."""
-
-    def __init__(self, reason: str, detail: str = ''):
-        super().__init__(f'{reason}: {detail}' if detail else reason)
-        self.reason = reason
-        self.detail = detail
 
 
 class JointStateMerger:

@@ -4,7 +4,6 @@ message is built per message in either direction.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import struct
 from typing import Any, Sequence
@@ -13,121 +12,7 @@ import numpy as np
 from builtin_interfaces.msg import Time as TimeMsg
 from rclpy.serialization import deserialize_message, serialize_message
 
-from .cdr import cdr_length, check_encapsulation
-from .joint_states import Rejected
-
-
-class JointStateDecoder:
-    """sensor_msgs/JointState from its serialized bytes (a ``raw=True`` subscription) without
-    building a Python message: ``decode(data)`` returns (sec, nanosec, names, position,
-    velocity, effort), the arrays float64 views of the bytes.
-
-    Plain CDR (XCDR1, either byte order: what rmw implementations send for ROS messages) is read
-    here, every offset checked against the length. A publisher sends the same frame_id, names
-    and array lengths every time, so the bytes that fix the layout are compared with the
-    previous message's and, when equal, the stamp and the arrays are read at the offsets found
-    then. Any other encapsulation, and truncated or malformed bytes, raise :class:`Rejected`
-    (``malformed``): nothing is handed to the rmw's deserializer, which bytes can crash
-    (cdr.py).
-    """
-
-    def __init__(self):
-        self._layout: _JointStateLayout | None = None
-
-    def decode(self, data: bytes):
-        lay = self._layout
-        if lay is None or len(data) < lay.end or data[:2] != lay.encapsulation or \
-                (int.from_bytes(data[12:lay.fixed_end], 'little') & lay.mask) != lay.fixed or \
-                data[lay.velocity_count:lay.velocity_count + 4] != lay.velocity_count_bytes or \
-                data[lay.effort_count:lay.effort_count + 4] != lay.effort_count_bytes:
-            lay = self._layout = self._parse(data)
-        sec, nanosec = lay.stamp.unpack_from(data, 4)
-        (p, np_), (v, nv), (e, ne) = lay.arrays
-        dt = lay.dtype
-        return (sec, nanosec, lay.names,
-                np.frombuffer(data, dt, np_, p) if np_ else _NO_VALUES,
-                np.frombuffer(data, dt, nv, v) if nv else _NO_VALUES,
-                np.frombuffer(data, dt, ne, e) if ne else _NO_VALUES)
-
-    @staticmethod
-    def _parse(data: bytes) -> '_JointStateLayout':
-        e = check_encapsulation(data)
-        u32 = struct.Struct(e + 'I')
-
-        pads = []   # alignment gaps: their bytes are undefined
-
-        def align(off, n):   # XCDR1 aligns relative to the byte after the encapsulation
-            new = off + (-(off - 4)) % n
-            pads.append((off, new))
-            return new
-
-        def string(off, decode=True):
-            length, = u32.unpack_from(data, off)
-            if length > len(data) - off - 4:
-                raise struct.error('string past the end')
-            if not decode:     # (a frame_id: not needed, however long)
-                return None, off + 4 + length
-            return data[off + 4:off + 4 + length].rstrip(b'\0').decode('utf-8'), off + 4 + length
-
-        try:
-            _, off = string(12, False)               # header.stamp (8 bytes), header.frame_id
-            off = align(off, 4)
-            count, = u32.unpack_from(data, off)
-            off += 4
-            names = []
-            for _ in range(count):
-                name, off = string(align(off, 4))
-                names.append(name)
-            arrays, count_at = [], []
-            for _ in range(3):                       # position, velocity, effort
-                off = align(off, 4)
-                count, = u32.unpack_from(data, off)
-                count_at.append(off)
-                off += 4
-                if count:
-                    off = align(off, 8)
-                arrays.append((off, count))
-                off += 8 * count
-            if off > len(data):
-                raise struct.error('arrays past the end')
-        except (struct.error, UnicodeDecodeError) as exc:
-            raise Rejected('malformed', f'JointState bytes: {exc}') from None
-        fixed_end, vc, ec = count_at[0] + 4, count_at[1], count_at[2]
-        mask = bytearray(b'\xff' * (fixed_end - 12))
-        for start, stop in pads:
-            if stop <= fixed_end:
-                mask[start - 12:stop - 12] = bytes(stop - start)
-        mask = int.from_bytes(mask, 'little')
-        return _JointStateLayout(
-            end=off, encapsulation=data[:2], mask=mask,
-            fixed=int.from_bytes(data[12:fixed_end], 'little') & mask,
-            fixed_end=fixed_end, velocity_count=vc, velocity_count_bytes=data[vc:vc + 4],
-            effort_count=ec, effort_count_bytes=data[ec:ec + 4], names=tuple(names),
-            arrays=tuple(arrays), stamp=struct.Struct(e + 'iI'), dtype=np.dtype(e + 'f8'))
-
-
-_NO_VALUES = np.zeros(0)
-_NO_VALUES.flags.writeable = False
-
-
-@dataclasses.dataclass(frozen=True)
-class _JointStateLayout:
-    """Where things are in a serialized JointState: equal bytes at ``encapsulation``, at
-    ``fixed`` (but for alignment gaps) and at the two counts mean an equal layout."""
-
-    end: int                 # where the effort values end
-    encapsulation: bytes
-    mask: int                # bytes 12 .. fixed_end (frame_id, names, position count) as an
-    fixed: int               # int, alignment gaps masked out; and their value
-    fixed_end: int
-    velocity_count: int      # offset of the velocity count ...
-    velocity_count_bytes: bytes   # ... and its bytes
-    effort_count: int
-    effort_count_bytes: bytes
-    names: tuple[str, ...]
-    arrays: tuple            # (offset, count) of position, velocity, effort
-    stamp: struct.Struct
-    dtype: np.dtype
+from .cdr import cdr_length
 
 
 class SerializedMessage:
