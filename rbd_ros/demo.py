@@ -249,8 +249,6 @@ def legged(opts) -> int:
         print('demo: no base state recorded', file=sys.stderr)
         return 1
     t = t - t[0]
-    landed = t[np.argmax(np.array([any(s and abs(s_t - tt) < 1e-9 for s in forces.values()
-                                       for s_t, _ in s[-1:]) for tt in t]))] if forces else math.nan
     late = t > LEGGED_S - 1.0
     weight = sim.runtime.robot.model.total_mass * 9.81
     total = {}

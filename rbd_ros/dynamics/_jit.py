@@ -9,6 +9,7 @@ import hashlib
 import os
 import sys
 import tempfile
+import time
 
 import numpy as _np
 
@@ -117,9 +118,9 @@ def compile_lock():
         yield
         return
     with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:     # another process compiles: say why this one seems to hang
+        if not _try_lock(fcntl, handle, LOCK_QUIET_S):
+            # another process compiles (loading the cache takes less than LOCK_QUIET_S): say
+            # why this one seems to hang
             print('rbd_ros: waiting for another process to finish compiling the kernels '
                   '(`warmup` compiles them ahead of time)', file=sys.stderr, flush=True)
             fcntl.flock(handle, fcntl.LOCK_EX)
@@ -127,6 +128,24 @@ def compile_lock():
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+#: seconds to wait for the compile lock before saying so (processes started together, such as
+#: Dask workers or a launch file's nodes, take turns loading the cache: about a second each)
+LOCK_QUIET_S = 3.0
+
+
+def _try_lock(fcntl, handle, seconds):
+    """Take the lock within ``seconds`` (polling); False if another process still holds it."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
 
 
 def kernel(fn=None, signature=None, parallel=False):
