@@ -66,6 +66,20 @@ def test_inertial_parameters_round_trip_and_the_regressor_batches():
         assert np.array_equal(Y[n], rbd.inertial_regressor(model, Q[n], V[n], A[n]))
     assert np.allclose(np.einsum('nvc,c->nv', Y, pi * 1.5),
                        rbd.inverse_dynamics(other, Q, V, A), atol=1e-12)
+    # one body's columns (link=): the same numbers as the slice of the whole regressor, for a
+    # leg's last link, the floating base, and a link welded to its body by a fixed joint
+    for link in ('FL_LOWER_LEG', 'base_link', 'FL_FOOT'):
+        body = model._link_body[link] - 1           # (its place in model.body_names)
+        columns = slice(10 * body, 10 * body + 10)
+        assert np.array_equal(rbd.inertial_regressor(model, Q, V, A, link=link),
+                              Y[:, :, columns])
+        assert np.array_equal(rbd.inertial_regressor(model, Q[3], V[3], A[3], link=link),
+                              Y[3, :, columns])
+    with pytest.raises(ValueError, match="unknown link 'nowhere'"):
+        rbd.inertial_regressor(model, Q, V, A, link='nowhere')
+    arm = rbd.Model.from_urdf(ARM)
+    with pytest.raises(ValueError, match='fixed base'):
+        rbd.inertial_regressor(arm, arm.neutral(), np.zeros(7), np.zeros(7), link='base_link')
     with pytest.raises(ValueError, match='expected 130 inertial parameters'):
         model.with_inertial_parameters(pi[:-1])
     with pytest.raises(ValueError, match='NaN'):
@@ -106,3 +120,28 @@ def test_estimate_payload_recovers_a_known_payload():
     assert np.allclose(static.com, truth['com'], atol=1e-9)
     with pytest.raises(ValueError, match='two orientations'):
         rbd.estimate_payload(model, 'tool0', Q[:1], rbd.gravity_torques(heavy, Q[:1]))
+
+
+def test_joint_dynamics_override_and_armature_keep_each_other():
+    """with_joint_dynamics replaces the named joints' URDF damping and friction (the others
+    kept), with_armature keeps an override and a payload, and bad values are named."""
+    model = rbd.Model.from_urdf(ARM)
+    tuned = model.with_joint_dynamics({'joint_2': 1.5}, {'joint_2': 2.5, 'joint_7': 0.0})
+    assert tuned.damping[1] == 1.5 and tuned.friction[1] == 2.5 and tuned.friction[6] == 0.0
+    assert np.array_equal(np.delete(tuned.damping, 1), np.delete(model.damping, 1))
+    assert tuned.joint['joint_2'].damping == 1.5 and model.joint['joint_2'].damping == 0.5
+    v = np.linspace(-1, 1, 7)
+    assert np.allclose(rbd.joint_friction_torques(tuned, v),
+                       -(tuned.damping * v + tuned.friction * np.sign(v)))
+    loaded = tuned.with_payload('tool0', 2.0, [0.0, 0.0, 0.05])
+    both = loaded.with_armature({'joint_1': 0.3})
+    assert both.armature[0] == 0.3
+    assert np.array_equal(both.damping, tuned.damping) and both.total_mass == loaded.total_mass
+    q = model.neutral() + 0.3
+    assert np.allclose(rbd.gravity_torques(both, q), rbd.gravity_torques(loaded, q))
+    for damping, friction, words in (({'elbow': 1.0}, None, "unknown joint 'elbow'"),
+                                     ({'tool0_joint': 1.0}, None, 'only a revolute'),
+                                     (None, {'joint_1': -1.0}, 'finite and >= 0'),
+                                     (None, {'joint_1': 'x'}, 'must be a number')):
+        with pytest.raises(ValueError, match=words):
+            model.with_joint_dynamics(damping, friction)

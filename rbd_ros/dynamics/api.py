@@ -171,19 +171,31 @@ def _forward_dynamics_crba(model, d, q, v, tau, f_ext):
     return rhs if tau.ndim == 2 else rhs[0]
 
 
-def inertial_regressor(model, q, v, a, data=None):
+def inertial_regressor(model, q, v, a, link=None, data=None):
     """Y (nv x 10 nbodies) with ``Y @ model.inertial_parameters()`` = the inverse dynamics
     without the armature's term (ID = Y pi + armature a for a model without mimic joints): the
     torques are linear in each body's ten inertial parameters (model.body_names order,
     Pinocchio's layout: see Model.inertial_parameters). Batched like the others: (N, nv, 10
     nbodies) for N configurations. Pinocchio's computeJointTorqueRegressor, column for column
-    once bodies are matched."""
+    once bodies are matched.
+
+    ``link``: only the ten columns of the body that carries that link (nv x 10), what a payload
+    on it multiplies; a fraction of the whole regressor's cost."""
     q, v, a = arrays(model, q=q, v=v, a=a)
     d = workspace(model, data)
     batch = batch_of(q)
-    Y = np.empty(q.shape[:-1] + (model.nv_full, 10 * len(model.body_names)))
+    if link is None:
+        first, count = 1, len(model.body_names)
+    else:
+        if link not in model.frame_index:
+            raise ValueError(f'unknown link {link!r}')
+        first, count = model._link_body[link], 1
+        if first == 0:
+            raise ValueError(f'{link!r} belongs to the fixed base: no inertial parameters of '
+                             'its own move anything')
+    Y = np.empty(q.shape[:-1] + (model.nv_full, 10 * count))
     run(regressor_entry, regressor_batch, d, batch, ('q', 'v', 'a'), full_q(model, q),
-        full_v(model, v), full_v(model, a), Y)
+        full_v(model, v), full_v(model, a), Y, first, count)
     if model.has_mimic:     # tau = G^T tau_full, column by column
         Y = np.einsum('kj,...kc->...jc', model.mimic_map, Y)
     return Y

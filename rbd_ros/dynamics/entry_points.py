@@ -87,11 +87,11 @@ def aba_fext_entry(h, q, v, tau, f_ext, vdot):
                borrow(vdot))
 
 
-@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, MATRIX))
-def regressor_entry(h, q, v, a, Y):
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, MATRIX, INDEX, INDEX))
+def regressor_entry(h, q, v, a, Y, first, count):
     body_int, body_float, ws = model_tables(h)
     return inertial_regressor(body_int, body_float, ws, borrow(q), borrow(v), borrow(a),
-                              borrow(Y))
+                              borrow(Y), first, count)
 
 
 @kernel(signature=signature(HANDLE, VECTOR, VECTOR, MATRIX))
@@ -228,11 +228,12 @@ def coriolis_batch(h, Q, V, C):
 
 
 @kernel
-def regressor_batch(h, Q, V, A, Y):
+def regressor_batch(h, Q, V, A, Y, first, count):
     body_int, body_float, ws = model_tables(h)
     q, v, a, out = borrow(Q), borrow(V), borrow(A), borrow(Y)
     for n in range(q.shape[0]):
-        status = inertial_regressor(body_int, body_float, ws, q[n], v[n], a[n], out[n])
+        status = inertial_regressor(body_int, body_float, ws, q[n], v[n], a[n], out[n], first,
+                                    count)
         if status != OK:
             return n * STATUS_STRIDE + status
     return OK

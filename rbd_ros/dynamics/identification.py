@@ -45,11 +45,7 @@ def estimate_payload(model, link, Q, TAU, V=None, A=None):
     configurations Q (N x nq), velocities V and accelerations A (N x nv; None: at rest), beyond
     what ``model`` already predicts. ValueError when the samples determine not even its mass
     and centre of mass (one orientation of the link against gravity), or for bad shapes."""
-    if link not in model.frame_index:
-        raise ValueError(f'unknown link {link!r}')
-    body = model._link_body[link]
-    if body == 0:
-        raise ValueError(f'{link!r} belongs to the fixed base: nothing there moves a payload')
+    payload_columns(model, link)         # (checks the link)
     Q = array(Q, model.nq, 'Q')
     TAU = array(TAU, model.nv, 'TAU')
     if Q.ndim == 1:
@@ -62,7 +58,7 @@ def estimate_payload(model, link, Q, TAU, V=None, A=None):
     V = zeros if V is None else array(V, model.nv, 'V').reshape(n, model.nv)
     A = zeros if A is None else array(A, model.nv, 'A').reshape(n, model.nv)
     residual = TAU - inverse_dynamics(model, Q, V, A)
-    Y = inertial_regressor(model, Q, V, A)[:, :, 10 * (body - 1):10 * body]
+    Y = inertial_regressor(model, Q, V, A, link=link)
     rows, b = Y.reshape(-1, 10), residual.reshape(-1)
     scale = np.linalg.norm(rows, axis=0)
     determined = _rank(rows, scale)
@@ -76,20 +72,40 @@ def estimate_payload(model, link, Q, TAU, V=None, A=None):
                          f'on {link!r}: they need the link in at least two orientations against '
                          'gravity')
     fit = rows @ dpi - b
-    mass, h = float(dpi[0]), dpi[1:4]
+    mass, com, inertia = payload_from_parameters(model, link, dpi, determined == 10)
+    return PayloadEstimate(link=link, mass=mass, com=com, inertia=inertia,
+                           residual_rms=float(np.sqrt(np.mean(fit ** 2))), samples=n)
+
+
+def payload_columns(model, link):
+    """The slice of ``inertial_regressor``'s columns that a payload on ``link`` multiplies
+    (its body's ten). ValueError for an unknown link or one of the fixed base."""
+    if link not in model.frame_index:
+        raise ValueError(f'unknown link {link!r}')
+    body = model._link_body[link]
+    if body == 0:
+        raise ValueError(f'{link!r} belongs to the fixed base: nothing there moves a payload')
+    return slice(10 * (body - 1), 10 * body)
+
+
+def payload_from_parameters(model, link, delta, inertia_determined=True):
+    """(mass, com, inertia) of the payload on ``link`` whose ten inertial parameters (about the
+    body's frame, ``inertial_parameters`` layout) are ``delta``: com in the link's frame,
+    inertia about the centre of mass in link axes (None when not ``inertia_determined``).
+    ValueError for a mass too small to place a centre of mass."""
+    mass, h = float(delta[0]), np.asarray(delta[1:4], dtype=float)
     if abs(mass) < 1e-12:
         raise ValueError(f'the samples show no payload on {link!r} (mass {mass:.3g} kg)')
     f = model.frame_index[link]
     E, r = model.frame_placement[f, :9].reshape(3, 3), model.frame_placement[f, 9:]
     c_body = h / mass
     inertia = None
-    if determined == 10:
-        xx, xy, yy, xz, yz, zz = dpi[4:]
+    if inertia_determined:
+        xx, xy, yy, xz, yz, zz = delta[4:10]
         origin = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
         about_com = origin - mass * (float(c_body @ c_body) * np.eye(3) - np.outer(c_body, c_body))
         inertia = E.T @ about_com @ E
-    return PayloadEstimate(link=link, mass=mass, com=E.T @ (c_body - r), inertia=inertia,
-                           residual_rms=float(np.sqrt(np.mean(fit ** 2))), samples=n)
+    return mass, E.T @ (c_body - r), inertia
 
 
 def _rank(rows, scale):

@@ -9,6 +9,7 @@ public coordinates leave them out and the API maps between the two (q_full = G q
 tau = G^T tau_full).
 """
 import copy
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -357,9 +358,49 @@ class Model:
                 if link.collisions}
 
     def with_armature(self, armature):
-        """The same robot with another armature (see :meth:`from_urdf`)."""
-        return type(self)(self._robot, floating_base=self.floating_base, gravity=self.gravity,
-                          armature=armature, **self._options)
+        """The same robot with another armature (see :meth:`from_urdf`); its inertias and joint
+        damping and friction stay as they are in this model (a payload, an override)."""
+        rebuilt = type(self)(self._robot, floating_base=self.floating_base, gravity=self.gravity,
+                             armature=armature, **self._options)
+        clone = rebuilt._with_body_inertias(self.body_float[1:, L.INERTIA:L.INERTIA + 10])
+        clone.joints, clone.joint = self.joints, self.joint
+        clone.damping, clone.friction = self.damping, self.friction
+        return clone
+
+    def with_joint_dynamics(self, damping=None, friction=None):
+        """The same robot with other joint damping (viscous, N m s/rad or N s/m) and Coulomb
+        friction (N m or N), URDF <dynamics>' two numbers: each a mapping {joint name: value}
+        (the joints not named keep theirs) or None (all kept). What a friction identification
+        writes, for the nodes to compensate and simulate. A new Model; ValueError for an
+        unknown or non-moving joint, a mimic joint, a negative or non-finite value."""
+        damping_v, friction_v = np.array(self.damping), np.array(self.friction)
+        joint = dict(self.joint)
+        for what, values, target in (('damping', damping, damping_v),
+                                     ('friction', friction, friction_v)):
+            for name, value in (values or {}).items():
+                info = joint.get(name)
+                if info is None:
+                    raise ValueError(f'joint {what} for unknown joint {name!r}')
+                if info.mimic is not None or info.v_index is None or info.type in (
+                        'fixed', 'floating', 'planar'):
+                    raise ValueError(f'joint {what} for {name!r}: only a revolute, continuous or '
+                                     f'prismatic joint with its own coordinate has one')
+                try:
+                    value = float(value)
+                except (TypeError, ValueError):
+                    raise ValueError(f'joint {what} of {name!r} must be a number, got '
+                                     f'{value!r}') from None
+                if not (math.isfinite(value) and value >= 0.0):
+                    raise ValueError(f'joint {what} of {name!r} must be finite and >= 0, got '
+                                     f'{value!r}')
+                target[info.v_index] = value
+                joint[name] = dataclasses.replace(joint[name], **{what: value})
+        clone = copy.copy(self)
+        clone.joints = [joint[info.name] for info in self.joints]
+        clone.joint = {info.name: info for info in clone.joints}
+        clone.damping, clone.friction = _read_only(damping_v), _read_only(friction_v)
+        clone._thread = ThreadData(clone)
+        return clone
 
     def _massless_joint_warnings(self, robot, body_rows, inertia, armature_full):
         """A joint that moves no mass and no inertia, and has no armature, makes a zero row in

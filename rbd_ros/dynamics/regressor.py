@@ -23,14 +23,11 @@ from .layout import (ACC, BODY_FLOAT_COLS, GRAVITY, JTYPE, LI, NVJ, PARENT, QIDX
                      SCRATCH_MOTION, VEL, VIDX, VJ, WS_COLS)
 from .spatial import force_to_parent, motion_cross, motion_to_child
 
-# (row, column) of each rotational parameter's 1 in B, Pinocchio's order: xx xy yy xz yz zz
-_INERTIA_ENTRIES = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))
-
-
 @kernel
 def body_force_basis(ws, w, A):
     """A[k*6:(k+1)*6] = the body force of unit parameter k (the module docstring), from the
-    body's velocity and acceleration in ws row w."""
+    body's velocity and acceleration in ws row w. (Scalars only: an array allocated per body
+    made this function most of the regressor's cost.)"""
     vx, vy, vz = ws[w + VEL], ws[w + VEL + 1], ws[w + VEL + 2]
     wx, wy, wz = ws[w + VEL + 3], ws[w + VEL + 4], ws[w + VEL + 5]
     ax, ay, az = ws[w + ACC], ws[w + ACC + 1], ws[w + ACC + 2]
@@ -40,36 +37,43 @@ def body_force_basis(ws, w, A):
     A[1] = ay + wz * vx - wx * vz
     A[2] = az + wx * vy - wy * vx
     for k in range(3):                                  # h = e_k
-        e = np.zeros(3)
-        e[k] = 1.0
+        ex, ey, ez = _unit(k)
         o = 6 * (1 + k)
-        cx, cy, cz = wy * e[2] - wz * e[1], wz * e[0] - wx * e[2], wx * e[1] - wy * e[0]  # w x e
-        A[o] = by * e[2] - bz * e[1] + wy * cz - wz * cy        # alpha x e + w x (w x e)
-        A[o + 1] = bz * e[0] - bx * e[2] + wz * cx - wx * cz
-        A[o + 2] = bx * e[1] - by * e[0] + wx * cy - wy * cx
-        dx, dy, dz = e[1] * vz - e[2] * vy, e[2] * vx - e[0] * vz, e[0] * vy - e[1] * vx  # e x v_o
-        A[o + 3] = (e[1] * az - e[2] * ay) + (wy * dz - wz * dy) + (vy * cz - vz * cy)
-        A[o + 4] = (e[2] * ax - e[0] * az) + (wz * dx - wx * dz) + (vz * cx - vx * cz)
-        A[o + 5] = (e[0] * ay - e[1] * ax) + (wx * dy - wy * dx) + (vx * cy - vy * cx)
-    w3 = (wx, wy, wz)
-    b3 = (bx, by, bz)
-    for k in range(6):                                  # I: B alpha + w x (B w)
-        r, c = _INERTIA_ENTRIES[k]
-        Ba, Bw = np.zeros(3), np.zeros(3)
-        Ba[r] += b3[c]
-        Bw[r] += w3[c]
-        if r != c:
-            Ba[c] += b3[r]
-            Bw[c] += w3[r]
-        o = 6 * (4 + k)
-        A[o + 3] = Ba[0] + wy * Bw[2] - wz * Bw[1]
-        A[o + 4] = Ba[1] + wz * Bw[0] - wx * Bw[2]
-        A[o + 5] = Ba[2] + wx * Bw[1] - wy * Bw[0]
+        cx, cy, cz = wy * ez - wz * ey, wz * ex - wx * ez, wx * ey - wy * ex       # w x e
+        A[o] = by * ez - bz * ey + wy * cz - wz * cy            # alpha x e + w x (w x e)
+        A[o + 1] = bz * ex - bx * ez + wz * cx - wx * cz
+        A[o + 2] = bx * ey - by * ex + wx * cy - wy * cx
+        dx, dy, dz = ey * vz - ez * vy, ez * vx - ex * vz, ex * vy - ey * vx       # e x v_o
+        A[o + 3] = (ey * az - ez * ay) + (wy * dz - wz * dy) + (vy * cz - vz * cy)
+        A[o + 4] = (ez * ax - ex * az) + (wz * dx - wx * dz) + (vz * cx - vx * cz)
+        A[o + 5] = (ex * ay - ey * ax) + (wx * dy - wy * dx) + (vx * cy - vy * cx)
+    # I: B alpha + w x (B w), B the symmetric matrix with ones at the entry and its mirror
+    _inertia_column(A, 24, wx, wy, wz, bx, 0.0, 0.0, wx, 0.0, 0.0)      # xx
+    _inertia_column(A, 30, wx, wy, wz, by, bx, 0.0, wy, wx, 0.0)        # xy
+    _inertia_column(A, 36, wx, wy, wz, 0.0, by, 0.0, 0.0, wy, 0.0)      # yy
+    _inertia_column(A, 42, wx, wy, wz, bz, 0.0, bx, wz, 0.0, wx)        # xz
+    _inertia_column(A, 48, wx, wy, wz, 0.0, bz, by, 0.0, wz, wy)        # yz
+    _inertia_column(A, 54, wx, wy, wz, 0.0, 0.0, bz, 0.0, 0.0, wz)      # zz
 
 
 @kernel
-def inertial_regressor(body_int, body_float, ws, q, v, a, Y):
-    """Y (nv x 10 (nbody - 1)) with Y pi = ID(q, v, a) - armature a. Returns OK or a status."""
+def _unit(k):
+    return (1.0 if k == 0 else 0.0), (1.0 if k == 1 else 0.0), (1.0 if k == 2 else 0.0)
+
+
+@kernel
+def _inertia_column(A, o, wx, wy, wz, Bax, Bay, Baz, Bwx, Bwy, Bwz):
+    """The moment of one rotational-inertia column: B alpha + w x (B w) (the force part is 0)."""
+    A[o + 3] = Bax + wy * Bwz - wz * Bwy
+    A[o + 4] = Bay + wz * Bwx - wx * Bwz
+    A[o + 5] = Baz + wx * Bwy - wy * Bwx
+
+
+@kernel
+def inertial_regressor(body_int, body_float, ws, q, v, a, Y, first, count):
+    """Y (nv x 10 count): the columns of bodies first .. first + count - 1; for every moving
+    body (first 1, count nbody - 1), Y pi = ID(q, v, a) - armature a. Returns OK or a
+    status."""
     status = state_status(body_int, q, v, a)
     if status != OK:
         return status
@@ -96,9 +100,9 @@ def inertial_regressor(body_int, body_float, ws, q, v, a, Y):
     Y[:, :] = 0.0
     A = np.empty(60)
     projected = np.empty(6)
-    for i in range(1, nb):                                       # each body's ten columns
+    for i in range(first, first + count):                        # each body's ten columns
         body_force_basis(ws, i * WS_COLS, A)
-        col = 10 * (i - 1)
+        col = 10 * (i - first)
         b = i
         while b > 0:                                             # up to the root:
             vb, jb = body_int[b, VIDX], b * BODY_FLOAT_COLS
