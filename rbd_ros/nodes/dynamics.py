@@ -31,18 +31,19 @@ import rbd_ros.dynamics as rbd
 from rbd_ros.control import (LAWS, Reference, Trajectory, control_torques,
                              joint_friction_compensation, tracking_error)
 from rbd_ros.control.observer import MomentumObserver, external_wrench
+from rbd_ros.ros.joint_state_bytes import JointStateDecoder
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected, all_finite, stamp_ns
 from rbd_ros.ros.messages import joint_state, odometry_to_base
-from rbd_ros.ros.node import COMMON_PARAMS, JOINT_STATES_QOS, RbdNode, node_main
+from rbd_ros.ros.node import COMMON_PARAMS, JOINT_STATES_QOS, MODEL_PARAMS, RbdNode, node_main
 from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of,
                                 per_command_joint, unique_names)
 from rbd_ros.ros.qos import COMMAND_QOS, LATCHED_QOS, OUTPUT_QOS, joint_states_qos
 from rbd_ros.ros.robot import Robot
-from rbd_ros.ros.joint_state_bytes import JointStateDecoder
 from rbd_ros.ros.wire import SerializedMessage
 
 PARAMS = {
     **COMMON_PARAMS,
+    **MODEL_PARAMS,
     'joint_states_qos': JOINT_STATES_QOS,
     'gravity': ParamSpec('double_array', [0.0, 0.0, -9.81], 'gravity in the world frame (m/s^2)',
                          finite_vector(3)),

@@ -43,7 +43,7 @@ from rbd_ros.dynamics.rotations import quaternion_to_matrix
 
 from rbd_ros.ros.joint_states import Rejected, all_finite
 from rbd_ros.ros.messages import joint_state, odometry_to_base, time_msg, transform_msg
-from rbd_ros.ros.node import COMMON_PARAMS, RbdNode, node_main
+from rbd_ros.ros.node import COMMON_PARAMS, MODEL_PARAMS, RbdNode, node_main
 from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of,
                                 per_command_joint, positive, unique_names)
 from rbd_ros.ros.qos import COMMAND_QOS, OUTPUT_QOS, TF_QOS
@@ -101,6 +101,7 @@ def _divergence_bound(value) -> None:
 
 PARAMS = {
     **COMMON_PARAMS,
+    **MODEL_PARAMS,
     'gravity': ParamSpec('double_array', [0.0, 0.0, -9.81], 'gravity in the world frame (m/s^2)',
                          finite_vector(3)),
     'rate': ParamSpec('double', 1000.0, 'integration rate (Hz)', positive),

@@ -35,8 +35,8 @@ from std_msgs.msg import String
 from .cdr import CdrChecker
 from .diagnostics import Stats, diagnostic_status
 from .joint_states import Rejected
-from .params import (ParameterError, ParamSpec, declare_parameters, install_set_validation,
-                     one_of, positive)
+from .params import (ParameterError, ParamSpec, declare_parameters, finite_vector,
+                     install_set_validation, one_of, positive, unique_names)
 from .qos import COMMAND_QOS, LATCHED_QOS, OUTPUT_QOS
 from .robot import Robot, load_robot, read_description_file
 
@@ -51,6 +51,25 @@ DIAGNOSTICS_PERIOD = ParamSpec('double', 1.0, 'seconds between /diagnostics mess
 JOINT_STATES_QOS = ParamSpec('string', 'sensor_data', 'joint_states subscription QoS: '
                              'sensor_data (best effort) or reliable',
                              one_of('sensor_data', 'reliable'))
+# The nodes that take a payload (dynamics_node, sim_node) also take the model corrections an
+# identification writes (python -m rbd_ros analyze --write-params).
+MODEL_PARAMS = {
+    'joint_dynamics_joints': ParamSpec('string_array', [], 'joints whose URDF <dynamics> '
+                                       'damping and friction joint_damping and joint_friction '
+                                       'replace (what rbd_analyze --write-params writes)',
+                                       unique_names),
+    'joint_damping': ParamSpec('double_array', [], 'viscous friction of each '
+                               'joint_dynamics_joints joint (N m s/rad, N s/m)',
+                               finite_vector(minimum=0.0)),
+    'joint_friction': ParamSpec('double_array', [], 'Coulomb friction of each '
+                                'joint_dynamics_joints joint (N m, N)',
+                                finite_vector(minimum=0.0)),
+    'payload_link': ParamSpec('string', '', 'a payload carried from the start: its link (a '
+                              '~/payload message replaces it)'),
+    'payload': ParamSpec('double_array', [], 'the payload on payload_link: m, com x y z, ixx ixy '
+                         'ixz iyy iyz izz (the link frame; inertia about the com); 1 or 4 '
+                         'values: a point mass', finite_vector()),
+}
 COMMON_PARAMS = {'robot_description': ROBOT_DESCRIPTION,
                  'robot_description_file': ROBOT_DESCRIPTION_FILE, 'strict': STRICT,
                  'diagnostics_period': DIAGNOSTICS_PERIOD}
@@ -137,6 +156,10 @@ class RbdNode(Node):
             except ValueError as exc:   # the node's own parameters do not fit this robot
                 raise ParameterError(f'parameter {_one_line(exc)}') from None
             self._swap(runtime)
+            try:
+                self._payload_parameter()
+            except ValueError as exc:
+                raise ParameterError(f'parameter payload: {_one_line(exc)}') from None
 
     def _description_parameter(self):
         """(URDF text, parameter name, file path or None) from the parameters; text '' when
@@ -157,9 +180,42 @@ class RbdNode(Node):
             raise ValueError(f'not URDF XML text (it starts with {text.strip()[:40]!r}); a file '
                              'is passed with robot_description_file or --urdf PATH')
         strict = self.params['strict'] and ('kinematics' if self.STRICT_KINEMATICS_ONLY else True)
-        return load_robot(text, floating_base=self.params.get('floating_base', False),
-                          gravity=self.params.get('gravity', (0.0, 0.0, -9.81)), strict=strict,
-                          generation=self._generation + 1, source=source, path=path)
+        robot = load_robot(text, floating_base=self.params.get('floating_base', False),
+                           gravity=self.params.get('gravity', (0.0, 0.0, -9.81)), strict=strict,
+                           generation=self._generation + 1, source=source, path=path)
+        return self._with_joint_dynamics(robot)
+
+    def _with_joint_dynamics(self, robot: Robot) -> Robot:
+        """The robot with the joint_damping and joint_friction parameters in place of its URDF's
+        (ValueError naming the parameter when they do not fit it)."""
+        names = self.params.get('joint_dynamics_joints') or []
+        if not names:
+            return robot
+        damping, friction = self.params['joint_damping'], self.params['joint_friction']
+        for key, values in (('joint_damping', damping), ('joint_friction', friction)):
+            if len(values) not in (0, len(names)):
+                raise ValueError(f'{key} has {len(values)} values for the {len(names)} '
+                                 f'joint_dynamics_joints ({", ".join(names)})')
+        try:
+            model = robot.model.with_joint_dynamics(
+                dict(zip(names, damping)) if damping else None,
+                dict(zip(names, friction)) if friction else None)
+        except ValueError as exc:
+            raise ValueError(f'joint_dynamics_joints: {exc}') from None
+        return dataclasses.replace(robot, model=model)
+
+    def _payload_parameter(self) -> None:
+        """Carry the payload of the payload_link and payload parameters (ValueError when the
+        model cannot take it)."""
+        values, link = list(self.params.get('payload') or []), self.params.get('payload_link')
+        if not values and not link:
+            return
+        if not link or len(values) not in (1, 4, 10):
+            raise ValueError('payload_link and payload go together: a link, and m (1 value), '
+                             'm com (4) or m com inertia (10)')
+        values += [0.0] * (10 - len(values))
+        m, com, (xx, xy, xz, yy, yz, zz) = values[0], np.array(values[1:4]), values[4:]
+        self._set_payload(link, m, com, np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]))
 
     def _build(self, text: str, source: str, path: str | None = None):
         """A runtime for a description (raises on any problem)."""
@@ -187,6 +243,16 @@ class RbdNode(Node):
             + (f' ({len(robot.model.warnings)} warnings)' if robot.model.warnings else ''))
         self.runtime_changed(runtime)
 
+    def _swap_description(self, runtime) -> None:
+        """Swap in the runtime of a new description, with the payload parameter's payload."""
+        self._swap(runtime)
+        try:
+            self._payload_parameter()
+        except ValueError as exc:
+            self.stats.last_error = f'parameter payload: {_one_line(exc)}'
+            self.get_logger().error(f'parameter payload does not fit the new description '
+                                    f'(running without it): {_one_line(exc)}')
+
     def _refused(self, source: str, exc: Exception) -> None:
         self.stats.description_errors += 1
         self.stats.last_error = f'robot_description from {source}: {_one_line(exc)}'
@@ -204,7 +270,7 @@ class RbdNode(Node):
         except Exception as exc:   # noqa: BLE001 - a bad description never stops the node
             self._refused('topic', exc)
             return
-        self._swap(runtime)
+        self._swap_description(runtime)
 
     def _check_param(self, name, value) -> str | None:
         """Refuse, at set time, a description that does not load (robot_state_publisher's
@@ -227,7 +293,7 @@ class RbdNode(Node):
         runtime = self._validated.pop((name, value), None)
         if runtime is not None and (name == 'robot_description'
                                     or not self.params['robot_description']):
-            self._swap(runtime)
+            self._swap_description(runtime)
         self.parameter_changed(name, value)
 
     # -- payload -------------------------------------------------------------------------
@@ -244,15 +310,19 @@ class RbdNode(Node):
         if not (math.isfinite(i.m) and np.all(np.isfinite(com)) and np.all(np.isfinite(inertia))):
             raise Rejected('non_finite', 'NaN or inf in payload')
         try:
-            model = self._unloaded.model.with_payload(link, i.m, com, inertia)
-            robot = dataclasses.replace(self._unloaded, model=model)
-            runtime = self.carry_state(self.runtime, self.prepare(robot))
+            self._set_payload(link, i.m, com, inertia)
         except ValueError as exc:
             raise Rejected('bad_payload', str(exc)) from None
-        self.payload = None if i.m == 0.0 else (link, float(i.m), com, inertia)
+
+    def _set_payload(self, link, mass, com, inertia) -> None:
+        """Swap in the model carrying this payload (ValueError when it cannot)."""
+        model = self._unloaded.model.with_payload(link, mass, com, inertia)
+        robot = dataclasses.replace(self._unloaded, model=model)
+        runtime = self.carry_state(self.runtime, self.prepare(robot))
+        self.payload = None if mass == 0.0 else (link, float(mass), com, inertia)
         self._swap(runtime, payload=True)
         self.get_logger().info('payload removed' if self.payload is None else
-                               f'payload {i.m:g} kg on {link!r} at com {com.tolist()}: model '
+                               f'payload {mass:g} kg on {link!r} at com {com.tolist()}: model '
                                'swapped')
 
     def carry_state(self, old, new):
