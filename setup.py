@@ -22,6 +22,8 @@ setup(
     extras_require={
         'fast': ['numba>=0.56'],       # the oldest measured (README: numba versions)
         'demo': ['matplotlib'],         # the demo's plot
+        # python -m rbd_ros analyze: rosbag2 logs without ROS, filters, Dask, plots
+        'analyze': ['rosbags>=0.10', 'scipy', 'dask[distributed]', 'matplotlib'],
         # pin (Pinocchio) is the test oracle; example-robot-data the corpus of public robots;
         # mujoco only for the simulator's side-by-side benchmark (benchmarks/sim_bench.py)
         'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'example-robot-data==6.0.0',
@@ -40,6 +42,7 @@ setup(
             'sim_node = rbd_ros.nodes.sim:main',
             'bringup = rbd_ros.bringup:main',
             'warmup = rbd_ros.warmup:main',
+            'rbd_analyze = rbd_ros.analysis.cli:main',
         ],
     },
 )

@@ -1,6 +1,6 @@
 """Every benchmark in one run, or one of them:
 
-    .venv/bin/python -m benchmarks [dynamics | sim | node] [--smoke]
+    .venv/bin/python -m benchmarks [dynamics | sim | node | analyze] [--smoke]
 
 1. ``dynamics``: the dynamics core against Pinocchio, side by side: per-call medians and
    batched throughput (benchmarks/dynamics_bench.py);
@@ -8,7 +8,10 @@
    step and the real-time factor (benchmarks/sim_bench.py);
 3. ``node``: dynamics_node at 1 kHz against a bare rclpy relay on the same transport: added
    latency percentiles, lost messages, CPU, resident memory, start-up
-   (benchmarks/node_bench.py).
+   (benchmarks/node_bench.py);
+4. ``analyze``: ``python -m rbd_ros analyze`` end to end on rosbag2 logs: samples per second,
+   the share of each stage, beside Pinocchio's RNEA in a loop, and 1 against 2 Dask workers
+   (benchmarks/analyze_bench.py).
 
 ``--smoke`` runs them for a few seconds (the test suite does, so they never rot; nothing in the
 tests asserts a time).
@@ -18,13 +21,13 @@ benchmarks/campaign.py): ``.venv/bin/python -m benchmarks.campaign``.
 """
 import argparse
 
-from benchmarks import dynamics_bench, node_bench, sim_bench
+from benchmarks import analyze_bench, dynamics_bench, node_bench, sim_bench
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='python -m benchmarks',
                                      description='rbd_ros benchmarks, all in one run')
-    parser.add_argument('which', nargs='?', choices=('all', 'dynamics', 'sim', 'node'),
+    parser.add_argument('which', nargs='?', choices=('all', 'dynamics', 'sim', 'node', 'analyze'),
                         default='all', help='one benchmark (default: all of them)')
     parser.add_argument('--smoke', action='store_true', help='a few seconds in all')
     args = parser.parse_args(argv)
@@ -38,6 +41,9 @@ def main(argv=None):
     if args.which in ('all', 'node'):
         print('\n## dynamics_node at 1 kHz vs a bare rclpy relay\n', flush=True)
         status |= node_bench.main(['--smoke'] if args.smoke else [])
+    if args.which in ('all', 'analyze'):
+        print('\n## python -m rbd_ros analyze on rosbag2 logs\n', flush=True)
+        status |= analyze_bench.run(smoke=args.smoke)
     return status
 
 

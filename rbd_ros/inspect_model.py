@@ -152,6 +152,9 @@ def main(argv=None):
                          help='replace each inertia that is not physical by the nearest one')
     inspect.add_argument('--verbose', action='store_true',
                          help='list the parser notes (unknown tags and attributes)')
+    sub.add_parser('analyze', add_help=False,
+                   help='torque residuals, friction and payload from rosbag2 logs '
+                   '(python -m rbd_ros analyze -h)')
     args = parser.parse_args(argv)
     if not os.path.exists(args.urdf) and not args.urdf.lstrip().startswith('<'):
         print(f'error: {args.urdf}: no such file', file=sys.stderr)

@@ -48,7 +48,7 @@ if [[ ! -x $PY ]]; then
   "$PYTHON" -m venv "$VENV"
 fi
 
-IMPORT_CHECK='import rbd_ros, rclpy, numpy, lxml, numba, yaml, pytest, hypothesis, pinocchio, matplotlib, scipy
+IMPORT_CHECK='import rbd_ros, rclpy, numpy, lxml, numba, yaml, pytest, hypothesis, pinocchio, matplotlib, scipy, rosbags, distributed
 import sensor_msgs.msg, geometry_msgs.msg, std_msgs.msg, trajectory_msgs.msg, diagnostic_msgs.msg
 import std_srvs.srv, nav_msgs.msg, rosgraph_msgs.msg'
 
@@ -56,8 +56,8 @@ if [[ -f $STAMP && $(cat "$STAMP") == "$HASH" ]] && "$PY" -c "$IMPORT_CHECK" 2>/
   say "python packages up to date (stamp matches)"
 else
   rm -f "$STAMP"
-  say "installing rbd_ros (editable, [test,fast,demo]) and the ROS 2 wheels"
-  pip_install -e '.[test,fast,demo]' "${ROS_WHEELS[@]}"
+  say "installing rbd_ros (editable, [test,fast,demo,analyze]) and the ROS 2 wheels"
+  pip_install -e '.[test,fast,demo,analyze]' "${ROS_WHEELS[@]}"
   "$PY" -c "$IMPORT_CHECK" || die "imports still fail after pip install"
   NEED_STAMP=1
 fi

@@ -81,3 +81,18 @@ def test_campaign_smoke():
     assert rows['internal errors: dynamics / sim'] == ['0 / 0']
     assert int(rows['rejected: malformed'][0]) > 0
     assert rows['non-finite outputs received / dropped by the nodes'] == ['0 / 0']
+
+
+def test_analyze_bench_smoke():
+    """The offline analysis end to end on logs it writes: both analysis rows, the stages'
+    shares adding up, the inverse-dynamics rows and the 1- and 2-worker rows."""
+    pytest.importorskip('rosbags')
+    pytest.importorskip('rclpy')
+    result = run_smoke('benchmarks.analyze_bench')
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {row[0]: row[1:] for row in table_rows(result.stdout)}
+    for label in ('residuals', 'residuals + friction + payload'):
+        shares = [float(cell.rstrip('%')) for cell in rows[label][1:]]
+        assert len(shares) == 4 and abs(sum(shares) - 100) <= 3, result.stdout
+    assert 'rbd_ros batched (one call)' in rows and 'Pinocchio rnea in a Python loop' in rows
+    assert rows['1'][2] == '1.00x' and rows['2'][2].endswith('x'), result.stdout

@@ -11,9 +11,16 @@ ROSDEP = {'numpy': 'python3-numpy', 'numba': 'python3-numba', 'lxml': 'python3-l
           'yaml': 'python3-yaml', 'matplotlib': 'python3-matplotlib'}
 
 
-def imported_modules():
+# The offline analysis (rbd_ros/analysis, `python -m rbd_ros analyze`) is a pip extra
+# (setup.py's `analyze`: rosbags and dask have no rosdep keys); the nodes never import it.
+ANALYSIS_ONLY = {'rosbags', 'dask', 'scipy'}
+
+
+def imported_modules(files=None):
     modules = set()
-    files = list((ROOT / 'rbd_ros').rglob('*.py')) + list((ROOT / 'launch').glob('*.py'))
+    if files is None:
+        files = [p for p in (ROOT / 'rbd_ros').rglob('*.py') if 'analysis' not in p.parts]
+        files += list((ROOT / 'launch').glob('*.py'))
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
@@ -29,3 +36,14 @@ def test_package_xml_declares_every_import_and_nothing_else():
     needed = {ROSDEP.get(m, m) for m in imported_modules()}
     assert needed - declared == set(), f'imported but not declared: {needed - declared}'
     assert declared - needed == set(), f'declared but never imported: {declared - needed}'
+
+
+def test_the_analysis_imports_only_its_extra_beyond_the_package():
+    """What rbd_ros/analysis imports beyond the package's own dependencies is in setup.py's
+    `analyze` extra, and nothing outside rbd_ros/analysis imports those."""
+    analysis = imported_modules(list((ROOT / 'rbd_ros' / 'analysis').glob('*.py')))
+    extra = analysis - imported_modules()
+    assert extra == ANALYSIS_ONLY, extra
+    setup = (ROOT / 'setup.py').read_text()
+    for module in ('rosbags', 'dask[distributed]', 'scipy'):
+        assert f"'{module}" in setup.split("'analyze':")[1].split(']')[0] + ']', module
