@@ -387,3 +387,59 @@ def test_invalid_parameters_raise():
                 Parameter('gravity', value=[0.0, 1.0])])
     finally:
         ctx.try_shutdown()
+
+
+def latest_status(box, node):
+    for arr in reversed(box):
+        for st in arr.status:
+            if node in st.name:
+                return st
+    return None
+
+
+def test_nodes_say_what_they_wait_for_and_what_is_stale(ros, capfd):
+    """One INFO line for each input a node waits for (by its resolved topic) and one when it
+    comes; /diagnostics names a missing input, frames_node's too."""
+    from rbd_ros.nodes.frames import FramesNode
+    model = rbd.Model.from_urdf(QUAD2, floating_base=True)
+    diag = ros.collect(DiagnosticArray, '/diagnostics')
+    d = ros.start(DynamicsNode, {'robot_description': QUAD2, 'floating_base': True,
+                                 'joint_states_qos': 'reliable', 'input_timeout': 0.4,
+                                 'command_source': 'gravity', 'diagnostics_period': 0.1})
+    f = ros.start(FramesNode, {'robot_description': QUAD2, 'input_timeout': 0.4,
+                               'diagnostics_period': 0.1})
+    wait_until(lambda: latest_status(diag, 'rbd_frames') is not None, what='frames diagnostics')
+    st = latest_status(diag, 'rbd_frames')
+    assert st.message == 'input stale: no joint_states yet on /joint_states', st.message
+    assert {kv.key: kv.value for kv in st.values}['stale_input'] == 'true'
+    wait_until(lambda: latest_status(diag, 'rbd_dynamics') is not None, what='diagnostics')
+    assert latest_status(diag, 'rbd_dynamics').message == \
+        'waiting for the floating base\'s state on /rbd_dynamics/base_state (nav_msgs/Odometry)'
+    states = ros.publisher(JointState, 'joint_states', RELIABLE, wait_for=2)
+    base = ros.publisher(Odometry, '/rbd_dynamics/base_state', RELIABLE, wait_for=1)
+    odom = Odometry()
+    odom.pose.pose.orientation.w = 1.0
+    msg = js(model.joint_names, np.zeros(len(model.joint_names)))
+
+    def fresh():
+        states.publish(msg)
+        base.publish(odom)
+        return all(latest_status(diag, n).message.startswith('running')
+                   for n in ('rbd_dynamics', 'rbd_frames'))
+    wait_until(fresh, what='both nodes running')
+    # silence: both say which input is missing, and for how long
+    wait_until(lambda: latest_status(diag, 'rbd_frames').message.startswith(
+        'input stale: no joint_states on /joint_states for'), what='frames stale')
+    st = latest_status(diag, 'rbd_dynamics')
+    assert st.message.startswith('input stale: no joint_states on /joint_states for'), st.message
+    assert st.message.endswith('(input_timeout 0.4 s); ~/effort_commands stopped'), st.message
+    assert {kv.key: kv.value for kv in st.values}['stale_reason'].startswith('no joint_states')
+    ros.remove(d)
+    ros.remove(f)
+    err = capfd.readouterr().err
+    for line in ("[rbd_dynamics]: waiting for the floating base's state on "
+                 "/rbd_dynamics/base_state (nav_msgs/Odometry): outputs start with it",
+                 '[rbd_dynamics]: floating base state received on /rbd_dynamics/base_state',
+                 '[rbd_dynamics]: joint_states received on /joint_states: publishing',
+                 '[rbd_frames]: joint_states received on /joint_states: publishing'):
+        assert err.count(line) == 1, (line, err)

@@ -239,17 +239,22 @@ class DynamicsNode(RbdNode):
         return per_command_joint(self.params[name], rt.command_slots, len(rt.robot.joint_names))
 
     # -- state ---------------------------------------------------------------------------------
-    def is_stale(self) -> bool:
+    def stale_reason(self) -> str | None:
         timeout = self.params['input_timeout']
-        if timeout <= 0:
-            return False
-        now = time.monotonic()
-        last = self.stats.last_input_time
-        if last is None or now - last > timeout:
-            return True
-        if self.params['floating_base']:
-            return self.base is None or now - self.base.received > timeout
-        return False
+        reason = self.joint_states_stale(timeout)
+        if reason is None and timeout > 0 and self.params['floating_base']:
+            if self.base is None:
+                return f'no base state yet on {self._base_topic}'
+            age = time.monotonic() - self.base.received
+            if age > timeout:
+                return (f'no base state on {self._base_topic} for {age:.1f} s (input_timeout '
+                        f'{timeout:g} s)')
+        return reason
+
+    @property
+    def STALE_EFFECT(self) -> str:      # noqa: N802 (the base class's class attribute)
+        return ('~/effort_commands stopped' if self.params['command_source'] != 'none'
+                else '')
 
     def waiting_for(self) -> str | None:
         if self.params['floating_base'] and self.base is None:
@@ -351,6 +356,8 @@ class DynamicsNode(RbdNode):
         stats.last_input_time = time.monotonic()
         if not m.complete:
             return
+        if not self._said_input:
+            self.input_arrived()
         robot = rt.robot
         if robot.direct_state:   # fixed base, every coordinate a JointState joint: q is position
             base_q = base_v = None
@@ -562,7 +569,8 @@ class DynamicsNode(RbdNode):
         if self.waiting_for() is not None:
             stale = False       # (waiting for the base's first state is said as such)
         if commanding and stale and not self._was_stale and self.stats.last_input_time:
-            self.get_logger().warning('input stale: torque commands stopped')
+            self.get_logger().warning(f'input stale ({self.stale_reason()}): torque commands '
+                                      'stopped')
             self._was_stale = True
         elif self._was_stale and not stale:
             if commanding:

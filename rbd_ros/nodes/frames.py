@@ -33,6 +33,9 @@ PARAMS = {
     **COMMON_PARAMS,
     'joint_states_qos': JOINT_STATES_QOS,
     'frame_prefix': ParamSpec('string', '', 'prepended to every frame id (e.g. "robot1/")'),
+    'input_timeout': ParamSpec('double', 1.0, 'seconds without complete joint_states after '
+                               'which /diagnostics reports stale input (0: never)',
+                               non_negative),
     'publish_frequency': ParamSpec('double', 0.0, 'Hz at which /tf is published from the latest '
                                    'joint_states; 0 = once per joint_states message',
                                    non_negative),
@@ -112,6 +115,8 @@ class FramesNode(RbdNode):
         if not rt.merger.complete:
             return
         self.stats.last_input_time = time.monotonic()
+        if not self._said_input:
+            self.input_arrived()
         q = rt.robot.full_q(rt.merger.position)
         stamp = Time(sec=sec, nanosec=nanosec)
         if self.params['publish_frequency'] > 0:
@@ -131,6 +136,9 @@ class FramesNode(RbdNode):
             return
         self.pub_tf.publish(self._tf_message(rt.moving, poses, stamp))
         self.stats.published += 1
+
+    def stale_reason(self) -> str | None:
+        return self.joint_states_stale(self.params['input_timeout'])
 
     def extra_diagnostics(self) -> dict:
         extra = {'frame_prefix': self.params['frame_prefix']}

@@ -88,12 +88,13 @@ class Stats:
         return kv
 
 
-def diagnostic_status(node_name: str, robot, stats: Stats, stale: bool,
+def diagnostic_status(node_name: str, robot, stats: Stats, stale: str | None,
                       extra: Mapping[str, str] | None = None,
-                      waiting: str | None = None, warning: str | None = None) -> DiagnosticStatus:
+                      waiting: str | None = None, warning: str | None = None,
+                      stale_effect: str = '') -> DiagnosticStatus:
     """The node's DiagnosticStatus: ERROR without a model, WARN while it waits for an input
-    (``waiting``: what) or when stale, after rejections, internal errors or with model
-    warnings, OK otherwise."""
+    (``waiting``: what) or when stale (``stale``: the missing input; ``stale_effect``: what
+    that stops), after rejections, internal errors or with model warnings, OK otherwise."""
     st = DiagnosticStatus()
     st.name = f'{node_name}: rbd_ros'
     values = {}
@@ -108,7 +109,8 @@ def diagnostic_status(node_name: str, robot, stats: Stats, stale: bool,
             st.level, st.message = DiagnosticStatus.WARN, f'waiting for {waiting}' + (
                 '; the robot description has warnings' if stats.model_warnings else '')
         elif stale:
-            st.level, st.message = DiagnosticStatus.WARN, 'input stale: torque outputs stopped'
+            st.level, st.message = DiagnosticStatus.WARN, f'input stale: {stale}' + (
+                f'; {stale_effect}' if stale_effect else '')
         elif warning:
             st.level, st.message = DiagnosticStatus.WARN, warning
         elif stats.internal_errors:
@@ -121,6 +123,7 @@ def diagnostic_status(node_name: str, robot, stats: Stats, stale: bool,
             st.level, st.message = DiagnosticStatus.OK, 'running'
     values.update(stats.key_values())
     values['stale_input'] = str(bool(stale)).lower()
+    values['stale_reason'] = stale or ''
     values['waiting_for'] = waiting or ''
 
     values.update({k: str(v) for k, v in (extra or {}).items()})

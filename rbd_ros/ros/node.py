@@ -87,6 +87,8 @@ class RbdNode(Node):
     STRICT_KINEMATICS_ONLY = False
     #: the node takes a payload on ~/payload (geometry_msgs/InertiaStamped)
     ACCEPTS_PAYLOAD = False
+    #: what stale input does to the node's outputs (said in /diagnostics)
+    STALE_EFFECT = ''
 
     def __init__(self, *, context=None, parameter_overrides=None, node_name=None,
                  namespace=None, cli_args=None):
@@ -100,6 +102,7 @@ class RbdNode(Node):
         self._unloaded = None           # the Robot of the description, without the payload
         self._generation = 0
         self._validated = {}     # description -> runtime, built while a parameter was set
+        self._said_input = False        # "joint_states received" logged
         install_set_validation(self, self.PARAMS, self._check_param, self._param_changed)
         self.pub_diag = self.create_publisher(DiagnosticArray, '/diagnostics', OUTPUT_QOS)
         self.create_timer(self.params['diagnostics_period'], self.guard(self.publish_diagnostics))
@@ -352,7 +355,32 @@ class RbdNode(Node):
         return None
 
     def is_stale(self) -> bool:
-        return False
+        return self.stale_reason() is not None
+
+    def stale_reason(self) -> str | None:
+        """What input is missing, naming its topic (None: the input is fresh)."""
+        return None
+
+    def joint_states_stale(self, timeout: float) -> str | None:
+        """The stale reason of joint_states after ``timeout`` s without a valid one (0: never
+        stale)."""
+        if timeout <= 0:
+            return None
+        last = self.stats.last_input_time
+        age = None if last is None else time.monotonic() - last
+        if age is not None and age <= timeout:
+            return None             # (the hot path: no string built)
+        topic = self.resolve_topic_name('joint_states')
+        if age is None:
+            return f'no joint_states yet on {topic}'
+        return f'no joint_states on {topic} for {age:.1f} s (input_timeout {timeout:g} s)'
+
+    def input_arrived(self) -> None:
+        """Called with each valid input: says once that the first one came."""
+        if not self._said_input:
+            self._said_input = True
+            self.get_logger().info(f'joint_states received on '
+                                   f'{self.resolve_topic_name("joint_states")}: publishing')
 
     def waiting_for(self) -> str | None:
         """What the node, with a model, still waits for before it can publish (None: nothing)."""
@@ -421,10 +449,10 @@ class RbdNode(Node):
         extra = self.extra_diagnostics()
         if self.ACCEPTS_PAYLOAD:
             extra['payload'] = self.payload_text()
+        stale = self.stale_reason() if self.robot is not None and waiting is None else None
         arr.status = [diagnostic_status(self.get_fully_qualified_name(), self.robot, self.stats,
-                                        self.robot is not None and waiting is None
-                                        and self.is_stale(), extra, waiting=waiting,
-                                        warning=self.warning())]
+                                        stale, extra, waiting=waiting, warning=self.warning(),
+                                        stale_effect=self.STALE_EFFECT)]
         self.pub_diag.publish(arr)
 
 
