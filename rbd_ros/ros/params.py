@@ -70,9 +70,9 @@ def finite_vector(n: int | None = None, minimum: float | None = None,
         if not np.all(np.isfinite(arr)):
             raise ValueError('must be finite')
         if minimum is not None and np.any(arr < minimum):
-            raise ValueError(f'must be >= {minimum:g} (got {list(arr)})')
+            raise ValueError(f'must be >= {minimum:g} (got {arr.tolist()})')
         if maximum is not None and np.any(arr > maximum):
-            raise ValueError(f'must be <= {maximum:g} (got {list(arr)})')
+            raise ValueError(f'must be <= {maximum:g} (got {arr.tolist()})')
     return check
 
 

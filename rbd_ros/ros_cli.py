@@ -1,0 +1,322 @@
+"""`python -m rbd_ros param | call | echo | list`: what `ros2 param`, `ros2 service call`,
+`ros2 topic echo` and `ros2 node/topic/service list` do, for a pip set-up that has rclpy but no
+ros2cli (it is not on PyPI). Works against any ROS 2 node, not only rbd_ros's.
+
+    python -m rbd_ros list                                  # nodes, topics, services
+    python -m rbd_ros param list /rbd_sim
+    python -m rbd_ros param get /rbd_sim integrator
+    python -m rbd_ros param set /rbd_sim position_kp "[200.0]"
+    python -m rbd_ros param dump /rbd_dynamics > dynamics.yaml
+    python -m rbd_ros call /rbd_sim/pause true              # one-field requests: the value
+    python -m rbd_ros call /rbd_sim/reset
+    python -m rbd_ros echo /diagnostics --count 1
+
+Values are YAML, as ros2 param set reads them; a value of the parameter's declared type is
+converted where that loses nothing (1 for a double, [1, 2] for a double array). Exit status 0,
+1 when the node or service does not answer or refuses, 2 for a usage error.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+
+DISCOVERY_S = 5.0
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog='python -m rbd_ros', description='ros2 param, service call, topic echo and list, '
+        'for a pip set-up without ros2cli', formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog='\n'.join(__doc__.split('\n\n')[1].splitlines()))
+    sub = parser.add_subparsers(dest='command', required=True)
+    p = sub.add_parser('list', help='the nodes, topics (with types) and services on the graph')
+    p.add_argument('--timeout', type=float, default=2.0, help='s of discovery (default 2)')
+    param = sub.add_parser('param', help='list, get, set or dump a node\'s parameters')
+    action = param.add_subparsers(dest='action', required=True)
+    for name, text in (('list', 'the parameter names'), ('dump', 'every parameter as YAML '
+                       '(a --params-file)')):
+        a = action.add_parser(name, help=text)
+        a.add_argument('node')
+    a = action.add_parser('get', help='one parameter\'s value')
+    a.add_argument('node')
+    a.add_argument('name')
+    a = action.add_parser('set', help='set one parameter (YAML value)')
+    a.add_argument('node')
+    a.add_argument('name')
+    a.add_argument('value')
+    for a in action.choices.values():
+        a.add_argument('--timeout', type=float, default=DISCOVERY_S,
+                       help=f's to wait for the node (default {DISCOVERY_S:g})')
+    call = sub.add_parser('call', help='call a service; the request as YAML')
+    call.add_argument('service')
+    call.add_argument('request', nargs='?', default='{}',
+                      help='YAML mapping of the request\'s fields, or the value of a request with '
+                      'one field (default: {})')
+    call.add_argument('--timeout', type=float, default=DISCOVERY_S)
+    echo = sub.add_parser('echo', help='print a topic\'s messages as YAML')
+    echo.add_argument('topic')
+    echo.add_argument('--count', type=int, default=0, help='stop after N messages (0: Ctrl-C)')
+    echo.add_argument('--timeout', type=float, default=0.0,
+                      help='give up after this many s without a message (0: never)')
+    return parser
+
+
+class Failed(Exception):
+    pass
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    import rclpy
+    rclpy.init(args=[])
+    node = rclpy.create_node(f'rbd_ros_cli_{int(time.time() * 1000) % 1_000_000}')
+    try:
+        if args.command == 'list':
+            return list_graph(node, args)
+        if args.command == 'param':
+            return param(node, args)
+        if args.command == 'call':
+            return call(node, args)
+        return echo(node, args)
+    except Failed as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+# ---- list ----------------------------------------------------------------------------------
+def list_graph(node, args):
+    _spin_for(node, args.timeout)
+    names = sorted(f'{ns.rstrip("/")}/{name}' for name, ns in
+                   node.get_node_names_and_namespaces() if name != node.get_name())
+    print('nodes:')
+    for name in names:
+        print(f'  {name}')
+    print('topics:')
+    for name, types in sorted(node.get_topic_names_and_types()):
+        print(f'  {name} [{", ".join(types)}]')
+    print('services:')
+    for name, types in sorted(node.get_service_names_and_types()):
+        if not name.startswith(f'/{node.get_name()}/'):
+            print(f'  {name} [{", ".join(types)}]')
+    return 0
+
+
+def _spin_for(node, seconds):
+    import rclpy
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.05)
+
+
+# ---- param ---------------------------------------------------------------------------------
+def param(node, args):
+    from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
+    target = args.node if args.node.startswith('/') else '/' + args.node
+    if args.action in ('list', 'dump'):
+        names = _call(node, ListParameters, f'{target}/list_parameters',
+                      ListParameters.Request(), args.timeout).result.names
+        names = sorted(names)
+        if args.action == 'list':
+            for name in names:
+                print(name)
+            return 0
+        values = _call(node, GetParameters, f'{target}/get_parameters',
+                       GetParameters.Request(names=names), args.timeout).values
+        print(_dump_yaml(target, dict(zip(names, (_python(v) for v in values)))), end='')
+        return 0
+    values = _call(node, GetParameters, f'{target}/get_parameters',
+                   GetParameters.Request(names=[args.name]), args.timeout).values
+    if not values or values[0].type == 0:
+        raise Failed(f'{target} has no parameter {args.name!r}')
+    if args.action == 'get':
+        print(_format(_python(values[0])))
+        return 0
+    parameter = _parameter(args.name, _parse(args.value), values[0])
+    value = parameter.value
+    request = SetParameters.Request(parameters=[parameter.to_parameter_msg()])
+    result = _call(node, SetParameters, f'{target}/set_parameters', request,
+                   args.timeout).results[0]
+    if not result.successful:
+        raise Failed(f'{target} refused {args.name} = {_format(value)}: {result.reason}')
+    print(f'{args.name} = {_format(value)}')
+    return 0
+
+
+def _parse(text):
+    import yaml
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise Failed(f'not a YAML value: {text!r} ({exc})') from None
+
+
+def _parameter(name, value, current):
+    """The Parameter to set: ``value`` in the current value's type where nothing is lost (1 for
+    a double, [1, 2] for a double array, [] for any array); anything else as given (the node
+    says what it refuses)."""
+    from rclpy.parameter import Parameter
+    T = Parameter.Type
+    kind = T(current.type)
+    numbers = isinstance(value, list) and all(isinstance(x, (int, float)) and not
+                                              isinstance(x, bool) for x in value)
+    if kind == T.DOUBLE and isinstance(value, int) and not isinstance(value, bool):
+        return Parameter(name, T.DOUBLE, float(value))
+    if kind == T.DOUBLE_ARRAY and numbers:
+        return Parameter(name, T.DOUBLE_ARRAY, [float(x) for x in value])
+    if kind == T.STRING and isinstance(value, (int, float, bool)):
+        return Parameter(name, T.STRING, str(value))
+    if value == [] and kind in (T.STRING_ARRAY, T.DOUBLE_ARRAY, T.INTEGER_ARRAY,
+                                T.BOOL_ARRAY, T.BYTE_ARRAY):
+        return Parameter(name, kind, [])
+    try:
+        return Parameter(name, value=value)
+    except (TypeError, ValueError) as exc:
+        raise Failed(f'{name}: {value!r} is not a parameter value ({exc})') from None
+
+
+def _python(value_msg):
+    from rclpy.parameter import parameter_value_to_python
+    value = parameter_value_to_python(value_msg)
+    return list(value) if isinstance(value, (tuple, list)) or type(value).__name__ == 'array' \
+        else value
+
+
+def _format(value):
+    import yaml
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix(
+        '\n...').removesuffix('...').strip()
+
+
+def _dump_yaml(node, values):
+    import yaml
+    return yaml.safe_dump({node: {'ros__parameters': values}}, default_flow_style=None,
+                          sort_keys=False, width=100)
+
+
+# ---- call ----------------------------------------------------------------------------------
+def call(node, args):
+    name = args.service if args.service.startswith('/') else '/' + args.service
+    srv_type = _service_type(node, name, args.timeout)
+    request = srv_type.Request()
+    fields = request.get_fields_and_field_types()
+    value = _parse(args.request)
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        if len(fields) != 1:
+            raise Failed(f'{name} takes {len(fields)} fields ({", ".join(fields) or "none"}): '
+                         'give them as a YAML mapping, e.g. "{field: value}"')
+        value = {next(iter(fields)): value}
+    _set_fields(request, value, name)
+    response = _call(node, srv_type, name, request, args.timeout)
+    print(_to_yaml(response), end='')
+    ok = getattr(response, 'success', True)
+    return 0 if ok is not False else 1
+
+
+def _service_type(node, name, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        types = dict(node.get_service_names_and_types()).get(name)
+        if types:
+            return _import_type(types[0])
+        if time.monotonic() > deadline:
+            raise Failed(f'no service {name} after {timeout:g} s (python -m rbd_ros list shows '
+                         'the services)')
+        _spin_for(node, 0.1)
+
+
+def _import_type(full):
+    package, kind, name = full.split('/')
+    return getattr(importlib.import_module(f'{package}.{kind}'), name)
+
+
+def _call(node, srv_type, name, request, timeout):
+    import rclpy
+    client = node.create_client(srv_type, name)
+    try:
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise Failed(f'{name} is not available after {timeout:g} s (is the node running, '
+                         'on this ROS_DOMAIN_ID?)')
+        future = client.call_async(request)
+        rclpy.spin_until_future_complete(node, future, timeout_sec=timeout)
+        if not future.done():
+            raise Failed(f'{name} did not answer within {timeout:g} s')
+        return future.result()
+    finally:
+        node.destroy_client(client)
+
+
+def _set_fields(msg, values, where):
+    fields = msg.get_fields_and_field_types()
+    for key, value in values.items():
+        if key not in fields:
+            raise Failed(f'{where}: no field {key!r} (fields: {", ".join(fields)})')
+        current = getattr(msg, key)
+        if isinstance(value, dict) and hasattr(current, 'get_fields_and_field_types'):
+            _set_fields(current, value, f'{where}.{key}')
+            continue
+        try:
+            setattr(msg, key, type(current)(value) if isinstance(current, (bool, int, float,
+                                                                             str)) else value)
+        except (TypeError, ValueError, AssertionError) as exc:
+            raise Failed(f'{where}.{key}: {exc}') from None
+
+
+# ---- echo ----------------------------------------------------------------------------------
+def echo(node, args):
+    import rclpy
+    from rclpy.qos import qos_profile_sensor_data
+    deadline = time.monotonic() + max(args.timeout, DISCOVERY_S)
+    while True:
+        types = dict(node.get_topic_names_and_types()).get(args.topic)
+        if types:
+            break
+        if time.monotonic() > deadline:
+            raise Failed(f'no publisher of {args.topic} (python -m rbd_ros list shows the '
+                         'topics)')
+        _spin_for(node, 0.1)
+    msg_type = _import_type(types[0])
+    received = []
+
+    def show(msg):
+        received.append(1)
+        print(_to_yaml(msg) + '---', flush=True)
+    # best effort receives from reliable and best-effort publishers alike
+    node.create_subscription(msg_type, args.topic, show, qos_profile_sensor_data)
+    last = time.monotonic()
+    count = 0
+    while not args.count or len(received) < args.count:
+        rclpy.spin_once(node, timeout_sec=0.1)
+        if len(received) != count:
+            count, last = len(received), time.monotonic()
+        elif args.timeout and time.monotonic() - last > args.timeout:
+            raise Failed(f'no message on {args.topic} for {args.timeout:g} s')
+    return 0
+
+
+def _to_yaml(msg, indent=''):
+    """A message as ros2 topic echo prints it (YAML, nested messages indented)."""
+    lines = []
+    for key in msg.get_fields_and_field_types():
+        value = getattr(msg, key)
+        if hasattr(value, 'get_fields_and_field_types'):
+            lines.append(f'{indent}{key}:\n' + _to_yaml(value, indent + '  ').rstrip('\n'))
+        elif isinstance(value, (list, tuple)) and value and hasattr(
+                value[0], 'get_fields_and_field_types'):
+            lines.append(f'{indent}{key}:')
+            for item in value:
+                text = _to_yaml(item, indent + '  ').rstrip('\n')
+                lines.append(f'{indent}- ' + text.lstrip())
+        else:
+            if type(value).__name__ in ('array', 'ndarray'):
+                value = list(value)
+            lines.append(f'{indent}{key}: {_format(value)}')
+    return '\n'.join(lines) + '\n'
