@@ -1,60 +1,59 @@
-"""Pinocchio as a test oracle: the same URDF loaded by Pinocchio, with maps between our
-public coordinates and Pinocchio's (joints matched by name; continuous and planar angles as
-cos/sin; mimic joints as independent Pinocchio joints driven through the mimic map)."""
+"""Pinocchio as a test oracle: the same URDF loaded by Pinocchio, with our coordinates mapped to
+Pinocchio's by rbd.PinocchioLayout (the core's own, Pinocchio-free conversion: joint order,
+continuous and planar angles as cos/sin, mimic joints as independent Pinocchio joints driven
+through the mimic map). Each Oracle first checks that the layout equals the loaded Pinocchio
+model's own (names, idx_q, idx_v), so every cross-check also checks the layout."""
 import numpy as np
 import pinocchio as pin
 
+import rbd_ros.dynamics as rbd
 
 REFS = {'world': pin.ReferenceFrame.WORLD, 'local': pin.ReferenceFrame.LOCAL,
         'local_world_aligned': pin.ReferenceFrame.LOCAL_WORLD_ALIGNED}
 
 
+def pinocchio_model(model, urdf_xml, mimic=False):
+    """Pinocchio's model of the same URDF, with our model's base and gravity."""
+    if model.floating_base:
+        pm = pin.buildModelFromXML(urdf_xml, pin.JointModelFreeFlyer(), mimic)
+    else:
+        pm = pin.buildModelFromXML(urdf_xml, mimic)
+    pm.gravity = pin.Motion(np.concatenate([model.gravity, np.zeros(3)]))
+    return pm
+
+
+def layout_mismatch(layout, pm):
+    """What differs between a PinocchioLayout and a Pinocchio model ('' when nothing)."""
+    theirs = dict(names=list(pm.names)[1:], idx_q=list(pm.idx_qs)[1:], idx_v=list(pm.idx_vs)[1:],
+                  nqs=list(pm.nqs)[1:], nvs=list(pm.nvs)[1:], nq=pm.nq, nv=pm.nv)
+    ours = dict(names=layout.joint_names, idx_q=layout.idx_q.tolist(),
+                idx_v=layout.idx_v.tolist(), nqs=layout.nqs.tolist(), nvs=layout.nvs.tolist(),
+                nq=layout.nq, nv=layout.nv)
+    return '; '.join(f'{key}: ours {ours[key]} Pinocchio {theirs[key]}' for key in ours
+                     if ours[key] != theirs[key])
+
+
 class Oracle:
     def __init__(self, model, urdf_xml):
         self.model = model
-        if model.floating_base:
-            self.pm = pin.buildModelFromXML(urdf_xml, pin.JointModelFreeFlyer())
-        else:
-            self.pm = pin.buildModelFromXML(urdf_xml)
-        self.pm.gravity = pin.Motion(np.concatenate([model.gravity, np.zeros(3)]))
+        self.pm = pinocchio_model(model, urdf_xml)
         self.pd = self.pm.createData()
-        # v_pin = P v  (mimic joints: multiplier times the leader's velocity)
-        self.P = np.zeros((self.pm.nv, model.nv))
-        for jid in range(1, self.pm.njoints):
-            name = self.pm.names[jid]
-            jm = self.pm.joints[jid]
-            info = model.joint[name]
-            if info.mimic is not None:
-                leader = model.joint[info.mimic[0]]
-                self.P[jm.idx_v, leader.v_index] = info.mimic[1]
-            else:
-                for k in range(jm.nv):
-                    self.P[jm.idx_v + k, info.v_index + k] = 1.0
+        self.layout = rbd.PinocchioLayout(model)
+        mismatch = layout_mismatch(self.layout, self.pm)
+        assert not mismatch, mismatch
+        self.P = self.layout.v_to_pinocchio(np.eye(model.nv)).T     # v_pin = P v
 
     def q(self, q):
-        qp = np.zeros(self.pm.nq)
-        mimic = self.model.mimic_positions(q)
-        for jid in range(1, self.pm.njoints):
-            name = self.pm.names[jid]
-            jm = self.pm.joints[jid]
-            info = self.model.joint[name]
-            if info.mimic is not None:
-                values = [mimic[name]]
-            else:
-                values = list(q[info.q_index:info.q_index + info.nq])
-            if info.type == 'continuous' or (info.mimic is not None and jm.nq == 2):
-                values = [np.cos(values[0]), np.sin(values[0])]
-            elif info.type == 'planar':
-                values = [values[0], values[1], np.cos(values[2]), np.sin(values[2])]
-            assert len(values) == jm.nq, (name, values, jm)
-            qp[jm.idx_q:jm.idx_q + jm.nq] = values
-        return qp
+        return self.layout.q_to_pinocchio(q)
 
     def v(self, v):
-        return self.P @ v
+        return self.layout.v_to_pinocchio(v)
 
     def tau(self, tau_pin):
-        return self.P.T @ tau_pin
+        """Pinocchio's torques -> ours, along the first axis (P^T tau_pin: a torque vector, or
+        a matrix whose rows are torques, as a regressor's)."""
+        tau_pin = np.asarray(tau_pin)
+        return np.moveaxis(self.layout.tau_from_pinocchio(np.moveaxis(tau_pin, 0, -1)), -1, 0)
 
     def fext(self, f_ext):
         forces = [pin.Force.Zero() for _ in range(self.pm.njoints)]
@@ -74,10 +73,11 @@ class Oracle:
     def mass_matrix(self, q):
         M = pin.crba(self.pm, self.pd, self.q(q))
         M = np.triu(M) + np.triu(M, 1).T
-        return self.P.T @ M @ self.P
+        return self.layout.matrix_from_pinocchio(M)
 
     def coriolis_matrix(self, q, v):
-        return self.P.T @ pin.computeCoriolisMatrix(self.pm, self.pd, self.q(q), self.v(v)) @ self.P
+        return self.layout.matrix_from_pinocchio(
+            pin.computeCoriolisMatrix(self.pm, self.pd, self.q(q), self.v(v)))
 
     def forward_dynamics(self, q, v, tau, f_ext=None):
         if np.allclose(self.P.T @ self.P, np.eye(self.model.nv)) and self.P.shape[0] == self.P.shape[1]:
@@ -108,10 +108,25 @@ class Oracle:
 
     def frame_jacobian(self, q, link, ref):
         J = pin.computeFrameJacobian(self.pm, self.pd, self.q(q), self.frame_id(link), REFS[ref])
-        return np.asarray(J).reshape(6, -1) @ self.P
+        return self.layout.jacobian_from_pinocchio(np.asarray(J).reshape(6, -1))
 
     def center_of_mass(self, q):
         return pin.centerOfMass(self.pm, self.pd, self.q(q))
+
+    def center_of_mass_jacobian(self, q):
+        J = pin.jacobianCenterOfMass(self.pm, self.pd, self.q(q))
+        return self.layout.jacobian_from_pinocchio(np.asarray(J).reshape(3, -1))
+
+    def centroidal_momentum(self, q, v):
+        return pin.computeCentroidalMomentum(self.pm, self.pd, self.q(q), self.v(v)).vector
+
+    def centroidal_momentum_matrix(self, q):
+        Ag = pin.ccrba(self.pm, self.pd, self.q(q), np.zeros(self.pm.nv))
+        return self.layout.jacobian_from_pinocchio(np.asarray(Ag).reshape(6, -1))
+
+    def difference(self, q0, q1):
+        """Pinocchio's difference, in our velocities (mimic joints dropped: they follow)."""
+        return self.layout.v_from_pinocchio(pin.difference(self.pm, self.q(q0), self.q(q1)))
 
     def kinetic_energy(self, q, v):
         return pin.computeKineticEnergy(self.pm, self.pd, self.q(q), self.v(v))

@@ -5,22 +5,27 @@
     tau = rbd.inverse_dynamics(model, q, v, a)
 
 Conventions (vector order [linear; angular], quaternions [x, y, z, w], floating base q[:7],
-v[:6] in the base frame) are those of ../shared/CONVENTIONS.md, documented in the README.
+v[:6] in the base frame) are those of ../shared/CONVENTIONS.md, documented in the README and
+docs/core.md; PinocchioLayout(model) converts q, v, tau and matrices to and from Pinocchio's
+order and coordinates.
 A Model never changes once built; each call writes into a workspace (Data), the calling
 thread's own unless ``data=model.create_data()`` is passed.
 """
 from ._jit import JIT_ENABLED, compile_lock
 
 with compile_lock():   # importing the entry points compiles them, or loads numba's cache
-    from .api import (REFERENCES, FramePoses, center_of_mass, coriolis_matrix, forward_dynamics,
-                      frame_acceleration, frame_jacobian, frame_pose, frame_poses,
-                      frame_velocity, gravity_torques, inertial_regressor, integrate,
-                      inverse_dynamics, joint_friction_torques, kinetic_energy, mass_matrix,
-                      nonlinear_effects, potential_energy)
+    from .api import (REFERENCES, FramePoses, center_of_mass, center_of_mass_jacobian,
+                      centroidal_momentum, centroidal_momentum_matrix, coriolis_matrix,
+                      difference, forward_dynamics, frame_acceleration, frame_jacobian,
+                      frame_pose, frame_poses, frame_velocity, gravity_torques,
+                      inertial_regressor, integrate, interpolate, inverse_dynamics,
+                      joint_friction_torques, kinetic_energy, mass_matrix, nonlinear_effects,
+                      potential_energy)
 from .data import Data
 from .identification import PayloadEstimate, estimate_payload
 from .errors import InertiaError, JointError, ModelError, TopologyError, URDFSyntaxError
 from .model import FLOATING_BASE_JOINT, JointInfo, Model
+from .pinocchio_layout import PinocchioLayout
 
 __all__ = [
     'Model', 'Data', 'JointInfo', 'FramePoses', 'FLOATING_BASE_JOINT', 'REFERENCES',
@@ -28,6 +33,7 @@ __all__ = [
     'InertiaError', 'inverse_dynamics', 'gravity_torques', 'nonlinear_effects', 'mass_matrix',
     'coriolis_matrix', 'forward_dynamics', 'joint_friction_torques', 'frame_poses',
     'frame_pose', 'frame_velocity', 'frame_acceleration', 'frame_jacobian', 'center_of_mass',
-    'kinetic_energy', 'potential_energy', 'integrate', 'inertial_regressor',
-    'estimate_payload', 'PayloadEstimate',
+    'kinetic_energy', 'potential_energy', 'integrate', 'difference', 'interpolate',
+    'center_of_mass_jacobian', 'centroidal_momentum', 'centroidal_momentum_matrix',
+    'inertial_regressor', 'estimate_payload', 'PayloadEstimate', 'PinocchioLayout',
 ]

@@ -2,6 +2,7 @@
 
 Every function except the frame_* ones takes a leading batch axis: q of shape (N, nq) gives
 results with a leading N, equal to N single calls (the loop runs inside the compiled kernel).
+A frame is named by its link or by its id (an index into model.frame_names).
 Every function takes ``data=``, a workspace from ``model.create_data()``; without it the call
 uses the calling thread's own workspace, so threads can share one model.
 
@@ -22,12 +23,17 @@ from .arguments import (F64, array, arrays, batch_of, external_wrenches, frame_n
 from .checks import SINGULAR, STATUS_STRIDE
 from .crba import ltl_factor, ltl_solve
 from .entry_points import (aba_batch, aba_entry, aba_fext_entry, center_of_mass_batch,
-                           center_of_mass_entry, coriolis_batch, coriolis_entry, crba_batch,
-                           crba_entry, frame_jacobian_entry, frame_motion_entry,
-                           frame_placements_entry, gravity_batch, gravity_entry, integrate_batch,
-                           integrate_entry, kinetic_energy_batch, kinetic_energy_entry,
-                           potential_energy_batch, potential_energy_entry, regressor_batch,
-                           regressor_entry, rnea_batch, rnea_entry, rnea_fext_entry)
+                           center_of_mass_entry, center_of_mass_jacobian_batch,
+                           center_of_mass_jacobian_entry, centroidal_momentum_batch,
+                           centroidal_momentum_entry, centroidal_momentum_matrix_batch,
+                           centroidal_momentum_matrix_entry, coriolis_batch, coriolis_entry,
+                           crba_batch, crba_entry, difference_batch, difference_entry,
+                           frame_jacobian_entry, frame_motion_entry, frame_placements_entry,
+                           gravity_batch, gravity_entry, integrate_batch, integrate_entry,
+                           interpolate_batch, interpolate_entry,
+                           kinetic_energy_batch, kinetic_energy_entry, potential_energy_batch,
+                           potential_energy_entry, regressor_batch, regressor_entry, rnea_batch,
+                           rnea_entry, rnea_fext_entry)
 
 REFERENCES = ('world', 'local', 'local_world_aligned')
 _empty = np.empty   # (a module global: ~30 ns less per call than np.empty)
@@ -179,16 +185,18 @@ def inertial_regressor(model, q, v, a, link=None, data=None):
     nbodies) for N configurations. Pinocchio's computeJointTorqueRegressor, column for column
     once bodies are matched.
 
-    ``link``: only the ten columns of the body that carries that link (nv x 10), what a payload
-    on it multiplies; a fraction of the whole regressor's cost."""
+    ``link`` (a link name or frame id): only the ten columns of the body that carries that link
+    (nv x 10), what a payload on it multiplies; a fraction of the whole regressor's cost."""
     q, v, a = arrays(model, q=q, v=v, a=a)
     d = workspace(model, data)
     batch = batch_of(q)
     if link is None:
         first, count = 1, len(model.body_names)
     else:
-        if link not in model.frame_index:
-            raise ValueError(f'unknown link {link!r}')
+        try:
+            link = model.frame_names[model.frame_id(link)]
+        except ValueError:
+            raise ValueError(f'unknown link {link!r}') from None
         first, count = model._link_body[link], 1
         if first == 0:
             raise ValueError(f'{link!r} belongs to the fixed base: no inertial parameters of '
@@ -262,8 +270,15 @@ def frame_poses(model, q, out=None, data=None):
 
 
 def frame_pose(model, q, frame, data=None):
-    """World pose (4x4) of one link frame."""
+    """World pose (4x4) of one link frame (a link name or a frame id), at one configuration."""
     f = frame_number(model, frame)
+    if model.direct:
+        h = model._thread.handle if data is None else workspace(model, data).handle
+        poses = _empty(model.frame_poses_shape)
+        if not _direct(frame_placements_entry, h, q, poses):
+            return poses[f].copy()
+    (q,) = arrays(model, q=q)
+    single(q, 'frame_pose')
     return frame_poses(model, q, data=data).array[f].copy()
 
 
@@ -274,12 +289,16 @@ def _reference(reference):
         raise ValueError(f'reference must be one of {REFERENCES}, got {reference!r}') from None
 
 
-def _frame_motion(model, q, v, a, frame, reference, data):
+def _frame_motion(model, q, v, a, frame, reference, data, what):
     """[twist; classical acceleration] of a frame in ``reference``."""
     f, ref = frame_number(model, frame), _reference(reference)
     d = workspace(model, data)
-    q, v, a = arrays(model, q=q, v=v, a=a)
-    single(q, 'a frame function')
+    if a is None:       # (a velocity: no acceleration, and none to match v's shape)
+        q, v = arrays(model, q=q, v=v)
+        a = np.zeros(model.nv)
+    else:
+        q, v, a = arrays(model, q=q, v=v, a=a)
+    single(q, what)
     out = np.empty(12)
     run(frame_motion_entry, None, d, None, ('q', 'v', 'a'), full_q(model, q), full_v(model, v),
         full_v(model, a), f, ref, out)
@@ -288,14 +307,14 @@ def _frame_motion(model, q, v, a, frame, reference, data):
 
 def frame_velocity(model, q, v, frame, reference='local_world_aligned', data=None):
     """Twist [v; w] of a link frame in the given reference."""
-    return _frame_motion(model, q, v, np.zeros(model.nv), frame, reference, data)[:6]
+    return _frame_motion(model, q, v, None, frame, reference, data, 'frame_velocity')[:6]
 
 
 def frame_acceleration(model, q, v, a, frame, reference='local_world_aligned', data=None):
     """Classical acceleration [a; alpha] of a link frame: for 'local' and
     'local_world_aligned' the second derivative of the frame origin; for 'world' that of the
     body point at the world origin (as Pinocchio's getFrameClassicalAcceleration)."""
-    return _frame_motion(model, q, v, a, frame, reference, data)[6:]
+    return _frame_motion(model, q, v, a, frame, reference, data, 'frame_acceleration')[6:]
 
 
 def frame_jacobian(model, q, frame, reference='local_world_aligned', data=None):
@@ -316,6 +335,56 @@ def center_of_mass(model, q, data=None):
     out = np.empty(q.shape[:-1] + (4,))
     run(center_of_mass_entry, center_of_mass_batch, d, batch_of(q), ('q',), full_q(model, q), out)
     return out[..., :3]
+
+
+def center_of_mass_jacobian(model, q, data=None):
+    """3 x nv Jacobian of the centre of mass: J v is its world velocity (Pinocchio's
+    jacobianCenterOfMass). (N, 3, nv) for N configurations."""
+    if model.direct:
+        h = model._thread.handle if data is None else workspace(model, data).handle
+        J = _empty((3, model.nv))
+        if not _direct(center_of_mass_jacobian_entry, h, q, J):
+            return J
+    d = workspace(model, data)
+    (q,) = arrays(model, q=q)
+    J = np.empty(q.shape[:-1] + (3, model.nv_full))
+    run(center_of_mass_jacobian_entry, center_of_mass_jacobian_batch, d, batch_of(q), ('q',),
+        full_q(model, q), J)
+    return J @ model.mimic_map if model.has_mimic else J
+
+
+def centroidal_momentum(model, q, v, data=None):
+    """h_G = [m v_G; L_G] (6): the robot's linear momentum, then its angular momentum about
+    the centre of mass, in world axes (Pinocchio's computeCentroidalMomentum; the armature is
+    not counted). (N, 6) for N states."""
+    if model.direct:
+        h = model._thread.handle if data is None else workspace(model, data).handle
+        out = _empty(6)
+        if not _direct(centroidal_momentum_entry, h, q, v, out):
+            return out
+    d = workspace(model, data)
+    q, v = arrays(model, q=q, v=v)
+    out = np.empty(q.shape[:-1] + (6,))
+    run(centroidal_momentum_entry, centroidal_momentum_batch, d, batch_of(q), ('q', 'v'),
+        full_q(model, q), full_v(model, v), out)
+    return out
+
+
+def centroidal_momentum_matrix(model, q, data=None):
+    """A_G (6 x nv), with A_G v = centroidal_momentum(q, v) (Pinocchio's ccrba Ag): its first
+    three rows are total mass times the centre of mass Jacobian. (N, 6, nv) for N
+    configurations."""
+    if model.direct:
+        h = model._thread.handle if data is None else workspace(model, data).handle
+        A = _empty((6, model.nv))
+        if not _direct(centroidal_momentum_matrix_entry, h, q, A):
+            return A
+    d = workspace(model, data)
+    (q,) = arrays(model, q=q)
+    A = np.empty(q.shape[:-1] + (6, model.nv_full))
+    run(centroidal_momentum_matrix_entry, centroidal_momentum_matrix_batch, d, batch_of(q),
+        ('q',), full_q(model, q), A)
+    return A @ model.mimic_map if model.has_mimic else A
 
 
 def kinetic_energy(model, q, v, data=None):
@@ -357,3 +426,77 @@ def integrate(model, q, v, dt, data=None):
     run(integrate_entry, integrate_batch, workspace(model, data), batch_of(q), ('q', 'v'), qf, full_v(model, v), dt,
         out)
     return out[..., model.q_full_index] if model.has_mimic else out
+
+
+def difference(model, q0, q1, wrap_angles=False, data=None):
+    """q1 (-) q0: the velocity v with ``integrate(model, q0, v, 1) = q1`` (a quaternion up to its
+    sign), Pinocchio's difference: per joint q1 - q0, and for floating and planar joints the
+    local twist log(M0^-1 M1) (SE(3), SE(2)), the inverse of integrate's exponential.
+
+    Angles keep their turns (q = 0 and 2 pi differ), so by default a continuous joint from
+    3.0 to -3.0 gives -6.0, exactly what integrate undoes. ``wrap_angles=True`` takes the
+    short way for the angles whose pose repeats every 2 pi (continuous joints, a planar
+    joint's rotation): each in [-pi, pi), equal to Pinocchio's difference for any two
+    configurations. Batched: (N, nv) for N pairs (q0 or q1 may be one configuration)."""
+    periodic = model._periodic_velocities()
+    wrap = 1 if wrap_angles else 0
+    if model.direct:
+        h = model._thread.handle if data is None else workspace(model, data).handle
+        out = _empty(model.nv)
+        if not _direct(difference_entry, h, q0, q1, periodic, wrap, out):
+            return out
+    q0, q1 = _pair(model, q0, q1)
+    out = np.empty(q0.shape[:-1] + (model.nv_full,))
+    run(difference_entry, difference_batch, workspace(model, data), batch_of(q0), ('q0', 'q1'),
+        full_q(model, q0), full_q(model, q1), periodic, wrap, out)
+    return out[..., model.v_full_index] if model.has_mimic else out
+
+
+def interpolate(model, q0, q1, u, wrap_angles=False, data=None):
+    """The configuration a fraction u of the way from q0 to q1 on the manifold,
+    q0 (+) u (q1 (-) q0) (Pinocchio's interpolate with ``wrap_angles=True``): u = 0 gives q0,
+    u = 1 gives q1 (to round-off). ``u`` is a number, or an array of N fractions for N
+    configurations: a path from one q0 to one q1, or row by row of N pairs."""
+    periodic = model._periodic_velocities()
+    wrap = 1 if wrap_angles else 0
+    if model.direct:
+        h = model._thread.handle if data is None else workspace(model, data).handle
+        out = _empty(model.nq)
+        if not _direct(interpolate_entry, h, q0, q1, u, periodic, wrap, out):
+            return out
+    q0, q1 = _pair(model, q0, q1)
+    try:
+        u = np.array(u, dtype=F64)
+    except (TypeError, ValueError):
+        raise ValueError(f'u must be a number or a 1-D array of numbers, got {u!r}') from None
+    if u.ndim > 1:
+        raise ValueError(f'u must be a number or a 1-D array of numbers, got shape {u.shape}')
+    if u.ndim == 1:
+        if q0.ndim == 2 and q0.shape[0] != u.shape[0]:
+            raise ValueError(f'u has {u.shape[0]} fractions but q0 and q1 have '
+                             f'{q0.shape[0]} rows')
+        q0, q1 = (np.ascontiguousarray(np.broadcast_to(q, (u.shape[0], model.nq)))
+                  for q in (q0, q1))
+    elif q0.ndim == 2:
+        u = np.full(q0.shape[0], float(u))
+    else:
+        u = float(u)
+    qf = full_q(model, q0)
+    out = np.empty_like(qf)
+    run(interpolate_entry, interpolate_batch, workspace(model, data), batch_of(q0),
+        ('q0', 'q1', 'u'), qf, full_q(model, q1), u, periodic, wrap, out)
+    return out[..., model.q_full_index] if model.has_mimic else out
+
+
+def _pair(model, q0, q1):
+    """q0 and q1 validated, one configuration repeated to the other's batch when they differ."""
+    a = array(q0, model.nq, 'q0', model)
+    b = array(q1, model.nq, 'q1', model)
+    if a.ndim != b.ndim:
+        rows = a.shape[0] if a.ndim == 2 else b.shape[0]
+        a = np.ascontiguousarray(np.broadcast_to(a, (rows, model.nq)))
+        b = np.ascontiguousarray(np.broadcast_to(b, (rows, model.nq)))
+    elif a.ndim == 2 and a.shape[0] != b.shape[0]:
+        raise ValueError(f'q0 has shape {a.shape} but q1 has shape {b.shape}; pass single '
+                         'configurations or batches of the same N')
+    return a, b

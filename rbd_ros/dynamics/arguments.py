@@ -24,21 +24,48 @@ def workspace(model, data):
     return data
 
 
-def array(x, n, name):
-    """x as a C-contiguous, writable float64 array of shape (n,) or (N, n)."""
+CONFIGURATIONS = ('q', 'q0', 'q1')   # argument names of nq values; the others have nv
+
+
+def array(x, n, name, model=None):
+    """x as a C-contiguous, writable float64 array of shape (n,) or (N, n). With ``model``,
+    a configuration given a velocity's length (or the reverse) says so."""
     a = np.ascontiguousarray(x, dtype=F64)
     if not a.flags.writeable:   # a read-only array is another numba type: copy, no recompile
         a = a.copy()
     if (a.ndim == 1 and a.shape[0] == n) or (a.ndim == 2 and a.shape[1] == n):
         return a
-    raise ValueError(f'{name} must have shape ({n},) or (N, {n}), got {np.shape(x)}')
+    message = f'{name} must have shape ({n},) or (N, {n}), got {np.shape(x)}'
+    if model is not None and a.ndim in (1, 2) and model.nq != model.nv:
+        message += _size_hint(model, name, a.shape[-1])
+    raise ValueError(message)
+
+
+def _size_hint(model, name, got):
+    """Why a configuration and a velocity differ in length (floating joints: 7 numbers for 6
+    velocities), when ``got`` is the other one's length; else ''."""
+    if model.floating_base:
+        layout = ('for a floating base: x y z, a quaternion qx qy qz qw, then the joints',
+                  'for a floating base: its twist [v; w] in the base frame, then the joints')
+    else:
+        joints = [j.name for j in model.joints if j.type == 'floating' and j.nq]
+        layout = (f'(floating joint {", ".join(map(repr, joints))}: x y z, a quaternion qx qy '
+                  'qz qw)', f'(floating joint {", ".join(map(repr, joints))}: a twist [v; w])')
+    if name in CONFIGURATIONS and got == model.nv:
+        return (f'. {name} has nq = {model.nq} values {layout[0]}; got {got}, which is nv: did '
+                'you pass a velocity-sized vector?')
+    if name not in CONFIGURATIONS and got == model.nq:
+        return (f'. {name} has nv = {model.nv} values {layout[1]}; got {got}, which is nq: '
+                'did you pass a configuration-sized vector?')
+    return ''
 
 
 def arrays(model, **named):
-    """Validate q (nq) and velocity-sized arguments: all single or all batched alike."""
+    """Validate configurations (q, q0, q1: nq) and velocity-sized arguments (nv): all single
+    or all batched alike."""
     out, batch = [], None
     for name, value in named.items():
-        a = array(value, model.nq if name == 'q' else model.nv, name)
+        a = array(value, model.nq if name in CONFIGURATIONS else model.nv, name, model)
         rows = a.shape[0] if a.ndim == 2 else None
         if batch is not None and rows != batch[1]:
             raise ValueError(f'{name} has shape {a.shape} but {batch[0]} has a different '
@@ -51,7 +78,10 @@ def arrays(model, **named):
 def single(q, what):
     """Refuse a batch where a function takes one configuration."""
     if q.ndim != 1:
-        raise ValueError(f'{what} takes one configuration q of shape (nq,), not a batch')
+        raise ValueError(f'{what} takes one configuration q of shape ({q.shape[-1]},), got a '
+                         f'batch of shape {q.shape}: the frame_* functions (frame_poses, '
+                         'frame_pose, frame_velocity, frame_acceleration, frame_jacobian) take '
+                         'one configuration at a time; call them per row')
 
 
 def batch_of(a):
@@ -125,13 +155,15 @@ def external_wrenches(model, data, f_ext, batch):
     nb = model.body_int.shape[0]
     out = np.zeros((nb, 6) if batch is None else (batch, nb, 6))
     for link, wrench in f_ext.items():
-        if link not in model.frame_index:
-            raise ValueError(f'f_ext names unknown link {link!r}')
+        try:
+            f = model.frame_id(link)
+        except ValueError:
+            raise ValueError(f'f_ext names unknown link {link!r} (f_ext keys are link names '
+                             'or frame ids)') from None
         w = np.asarray(wrench, dtype=F64)
         if w.shape not in ((6,), (batch, 6)):
             expected = '(6,)' if batch is None else f'(6,) or ({batch}, 6)'
             raise ValueError(f'f_ext[{link!r}] must have shape {expected}, got {w.shape}')
-        f = model.frame_index[link]
         E = model.frame_placement[f, :9].reshape(3, 3)
         r = model.frame_placement[f, 9:]
         force = w[..., :3] @ E.T
@@ -142,9 +174,5 @@ def external_wrenches(model, data, f_ext, batch):
 
 
 def frame_number(model, frame):
-    try:
-        return model.frame_index[frame]
-    except (KeyError, TypeError):
-        raise ValueError(f'unknown frame {frame!r}; frames are the URDF links: '
-                         f'{", ".join(model.frame_names[:8])}'
-                         f'{", ..." if len(model.frame_names) > 8 else ""}') from None
+    """The frame's index from a link name or a frame id (an index into model.frame_names)."""
+    return model.frame_id(frame)

@@ -12,12 +12,13 @@ from ._jit import (ARRAY3, HANDLE, INDEX, MATRIX, SCALAR, VECTOR, borrow, chunk_
                    chunk_setup, chunk_workspace, first_failure, float_view, index_view,
                    inline_kernel, int_view, kernel, prange, signature)
 from .aba import aba
+from .centroidal import centroidal_momentum, centroidal_momentum_matrix
 from .checks import OK, STATUS_STRIDE
-from .configuration import integrate
+from .configuration import difference, integrate, interpolate
 from .coriolis import coriolis_matrix
 from .crba import crba
-from .kinematics import (center_of_mass, frame_jacobian, frame_motion, frame_placements,
-                         kinetic_energy, potential_energy)
+from .kinematics import (center_of_mass, center_of_mass_jacobian, frame_jacobian, frame_motion,
+                         frame_placements, kinetic_energy, potential_energy)
 from .layout import (BODY_INT_COLS, DOF_WS_COLS, H_BODY_FLOAT, H_BODY_INT, H_DOF_PARENT,
                      H_DOF_WS, H_NBODY, H_NDOF, H_NFLOAT, H_WS, H_ZERO_FEXT, WS_COLS)
 from .regressor import inertial_regressor
@@ -143,6 +144,36 @@ def potential_energy_entry(h, q, out):
 def integrate_entry(h, q, v, dt, out):
     body_int, _, _ = model_tables(h)
     return integrate(body_int, borrow(q), borrow(v), dt, borrow(out))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, INDEX, VECTOR))
+def difference_entry(h, q0, q1, periodic, wrap, out):
+    body_int, _, _ = model_tables(h)
+    return difference(body_int, borrow(q0), borrow(q1), borrow(periodic), wrap, borrow(out))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, SCALAR, VECTOR, INDEX, VECTOR))
+def interpolate_entry(h, q0, q1, u, periodic, wrap, out):
+    body_int, _, _ = model_tables(h)
+    return interpolate(body_int, borrow(q0), borrow(q1), u, borrow(periodic), wrap, borrow(out))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, MATRIX))
+def center_of_mass_jacobian_entry(h, q, J):
+    body_int, body_float, ws = model_tables(h)
+    return center_of_mass_jacobian(body_int, body_float, ws, borrow(q), borrow(J))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR))
+def centroidal_momentum_entry(h, q, v, out):
+    body_int, body_float, ws = model_tables(h)
+    return centroidal_momentum(body_int, body_float, ws, borrow(q), borrow(v), borrow(out))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, MATRIX))
+def centroidal_momentum_matrix_entry(h, q, A):
+    body_int, body_float, ws = model_tables(h)
+    return centroidal_momentum_matrix(body_int, body_float, ws, borrow(q), borrow(A))
 
 
 # ---- batches: rows over threads (parallel) ---------------------------------------------------
@@ -278,6 +309,61 @@ def integrate_batch(h, Q, V, dt, OUT):
     q, v, out = borrow(Q), borrow(V), borrow(OUT)
     for n in range(q.shape[0]):
         status = integrate(body_int, q[n], v[n], dt, out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def difference_batch(h, Q0, Q1, periodic, wrap, OUT):
+    body_int, _, _ = model_tables(h)
+    q0, q1, out = borrow(Q0), borrow(Q1), borrow(OUT)
+    for n in range(q0.shape[0]):
+        status = difference(body_int, q0[n], q1[n], periodic, wrap, out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def interpolate_batch(h, Q0, Q1, U, periodic, wrap, OUT):
+    body_int, _, _ = model_tables(h)
+    q0, q1, u, out = borrow(Q0), borrow(Q1), borrow(U), borrow(OUT)
+    for n in range(q0.shape[0]):
+        status = interpolate(body_int, q0[n], q1[n], u[n], periodic, wrap, out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def center_of_mass_jacobian_batch(h, Q, J):
+    body_int, body_float, ws = model_tables(h)
+    q, out = borrow(Q), borrow(J)
+    for n in range(q.shape[0]):
+        status = center_of_mass_jacobian(body_int, body_float, ws, q[n], out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def centroidal_momentum_batch(h, Q, V, OUT):
+    body_int, body_float, ws = model_tables(h)
+    q, v, out = borrow(Q), borrow(V), borrow(OUT)
+    for n in range(q.shape[0]):
+        status = centroidal_momentum(body_int, body_float, ws, q[n], v[n], out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def centroidal_momentum_matrix_batch(h, Q, A):
+    body_int, body_float, ws = model_tables(h)
+    q, out = borrow(Q), borrow(A)
+    for n in range(q.shape[0]):
+        status = centroidal_momentum_matrix(body_int, body_float, ws, q[n], out[n])
         if status != OK:
             return n * STATUS_STRIDE + status
     return OK

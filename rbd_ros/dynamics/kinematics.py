@@ -1,5 +1,5 @@
 """Forward kinematics: world placements of bodies and frames, body twists and accelerations,
-frame velocities, accelerations and Jacobians, centre of mass and energies.
+frame velocities, accelerations and Jacobians, centre of mass (and its Jacobian) and energies.
 
 Each body's pose, twist and acceleration come from its parent's, composing moving frames
 (Tasora, kinematics of moving frames):
@@ -10,10 +10,10 @@ frame's placement), then expressed in the requested reference (layout.REFERENCE_
 from ._jit import inline_kernel, kernel
 from .checks import BAD_SHAPE, OK, configuration_status, state_status
 from .joints import body_transform, joint_velocity, motion_subspace_column
-from .layout import (ACC, ARMATURE, BODY_FLOAT_COLS, FRAME_BODY, FRAME_COLS, FRAME_PLACEMENT,
-                     GRAVITY, INERTIA, JTYPE, LI, NVJ, O, PARENT, QIDX, REFERENCE_LOCAL,
-                     REFERENCE_WORLD, SCRATCH_MOTION, SCRATCH_MOTION_2, SCRATCH_X, VEL, VIDX, VJ,
-                     WS_COLS)
+from .layout import (ACC, ARMATURE, BODY_FLOAT_COLS, COR_Y, FRAME_BODY, FRAME_COLS,
+                     FRAME_PLACEMENT, GRAVITY, INERTIA, JTYPE, LI, NVJ, O, PARENT, QIDX,
+                     REFERENCE_LOCAL, REFERENCE_WORLD, SCRATCH_MOTION, SCRATCH_MOTION_2,
+                     SCRATCH_X, VEL, VIDX, VJ, WS_COLS)
 from .spatial import compose, inertia_times_motion, motion_cross, motion_to_child, motion_to_parent
 
 
@@ -204,6 +204,51 @@ def center_of_mass(body_int, body_float, ws, q, out):
         out[0], out[1], out[2] = cx / mass, cy / mass, cz / mass
     else:
         out[0], out[1], out[2] = 0.0, 0.0, 0.0
+    return OK
+
+
+@kernel
+def center_of_mass_jacobian(body_int, body_float, ws, q, J):
+    """J (3 x nv) with J v = the velocity of the centre of mass (Pinocchio's
+    jacobianCenterOfMass). A joint moves its subtree rigidly: with its world column
+    (v_O, w) (oMi S, about the world origin), the subtree's points move at v_O + w x c, so
+    its column is (m_sub v_O + w x h_sub) / m, h_sub = sum m c over the subtree (world)."""
+    status = configuration_status(body_int, q)
+    if status != OK:
+        return status
+    body_placements(body_int, body_float, ws, q)
+    nb = body_int.shape[0]
+    for i in range(1, nb):             # (m, m c) in world coordinates: COR_Y's first four
+        y, x, w = i * BODY_FLOAT_COLS + INERTIA, i * WS_COLS + O, i * WS_COLS + COR_Y
+        m, hx, hy, hz = body_float[y], body_float[y + 1], body_float[y + 2], body_float[y + 3]
+        ws[w] = m
+        ws[w + 1] = ws[x] * hx + ws[x + 1] * hy + ws[x + 2] * hz + m * ws[x + 9]
+        ws[w + 2] = ws[x + 3] * hx + ws[x + 4] * hy + ws[x + 5] * hz + m * ws[x + 10]
+        ws[w + 3] = ws[x + 6] * hx + ws[x + 7] * hy + ws[x + 8] * hz + m * ws[x + 11]
+    mass = 0.0
+    for i in range(nb - 1, 0, -1):     # subtree sums; the roots' subtrees make the whole
+        w, p = i * WS_COLS + COR_Y, body_int[i, PARENT]
+        if p > 0:
+            for k in range(4):
+                ws[p * WS_COLS + COR_Y + k] += ws[w + k]
+        else:
+            mass += ws[w]
+    J[:, :] = 0.0
+    if mass <= 0.0:
+        return OK
+    s = nb * WS_COLS
+    S, col = s + SCRATCH_MOTION, s + SCRATCH_MOTION_2
+    for i in range(1, nb):
+        w = i * WS_COLS
+        m, hx, hy, hz = ws[w + COR_Y], ws[w + COR_Y + 1], ws[w + COR_Y + 2], ws[w + COR_Y + 3]
+        vi = body_int[i, VIDX]
+        for k in range(body_int[i, NVJ]):
+            motion_subspace_column(body_int[i, JTYPE], body_float, i * BODY_FLOAT_COLS, k, ws, S)
+            motion_to_parent(ws, w + O, ws, S, ws, col)                  # world column
+            wx, wy, wz = ws[col + 3], ws[col + 4], ws[col + 5]
+            J[0, vi + k] = (m * ws[col] + wy * hz - wz * hy) / mass
+            J[1, vi + k] = (m * ws[col + 1] + wz * hx - wx * hz) / mass
+            J[2, vi + k] = (m * ws[col + 2] + wx * hy - wy * hx) / mass
     return OK
 
 

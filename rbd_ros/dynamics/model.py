@@ -20,7 +20,7 @@ from .data import Data, ThreadData
 from .errors import InertiaError
 from .inertia import inertia_problem, nearest_valid_inertia
 from .spatial import add_inertia_to_parent
-from .urdf import ModelWarning, raise_errors, read_urdf
+from .urdf import ModelWarning, raise_errors, read_urdf, refused_by_strict
 
 _JOINT_CODES = {'revolute': L.JOINT_REVOLUTE, 'continuous': L.JOINT_REVOLUTE,
                 'prismatic': L.JOINT_PRISMATIC, 'planar': L.JOINT_PLANAR,
@@ -111,7 +111,7 @@ class Model:
         link_inertias = {name: link.inertia for name, link in robot.links.items()}
         link_problems = {}
         for name, link in robot.links.items():
-            problem = inertia_problem(link.inertia)
+            problem = inertia_problem(link.inertia, link.mass, link.size)
             if problem is None and link.mass == 0.0 and np.any(link.inertia):
                 problem = 'zero mass with a non-zero rotational inertia'
             if problem is not None:
@@ -238,10 +238,10 @@ class Model:
                      'damping', 'friction', 'mimic_map', 'q_full_index', 'v_full_index'):
             setattr(self, name, _read_only(getattr(self, name)))
         self.direct = not self.has_mimic      # public coordinates are the kernels' own
-        fatal = [w for w in self.warnings if strict == 'kinematics' and w.kinematic
-                 or strict is True]
+        fatal = refused_by_strict(self.warnings, strict)   # (the same verdict as inspect --strict)
         if fatal:
-            raise_errors([(w.error, f'{w} (strict)') for w in fatal])
+            raise_errors([(w.error, f'{w} (a warning; refused by strict={strict!r})')
+                          for w in fatal])
         self._thread = ThreadData(self)       # each thread's default workspace
 
     # ------------------------------------------------------------------------------------
@@ -255,14 +255,21 @@ class Model:
         doubtful but usable input (an inertia that is not physical, degenerate limits, a mimic
         tag on a fixed joint, a broken <visual>, ...) loads and is listed in ``model.warnings``;
         the dynamics use the description as written. ``strict=True`` raises the matching
-        ModelError (InertiaError, JointError, ...) for every warning instead;
-        ``strict='kinematics'`` only for those that bear on kinematics (frame poses).
-        ``model.notes`` lists the parser's noise (unknown elements and attributes).
+        ModelError (InertiaError, JointError, ...) for every warning that is not harmless
+        instead; ``strict='kinematics'`` only for those that bear on kinematics (frame poses).
+        Harmless warnings say so in their text (``warning.harmless``) and never raise: a broken
+        <visual> or material (display only), a link whose own inertia is not physical while
+        the body it forms with the links welded to it (what the dynamics use) is, an inertia
+        repaired by ``repair_inertia``. ``python -m rbd_ros inspect --strict`` gives the same
+        verdict. ``model.notes`` lists the parser's noise (unknown elements and attributes).
+        An inertia that is zero up to rounding (relative to the link's mass and size) is a
+        point mass, physical.
 
         ``repair_inertia=True`` replaces each rotational inertia that is not physical by the
         nearest physical one: the same principal axes, and principal moments moved to the
         nearest (least squares) moments that are non-negative and satisfy the triangle
-        inequality; each repair is a warning naming the link and the old and new moments.
+        inequality; each repair is a harmless warning naming the link and the old and new
+        moments (so ``strict=True`` with ``repair_inertia=True`` accepts a repaired inertia).
 
         ``armature``: the reflected rotor inertia of each joint velocity (kg m^2 or kg), added
         to the mass matrix's diagonal: a mapping {joint name: value} or an array of nv values;
@@ -436,15 +443,26 @@ class Model:
                                   'fixed-base model)')
                 continue
             message = f'{where}: {problem}'
+            # repaired (repair_inertia: every problem but a zero mass): the dynamics use a
+            # physical inertia
+            harmless = self._options['repair_inertia'] and not problem.startswith('zero mass')
+            if harmless:
+                message += '; the dynamics use the repaired one (harmless)'
             others = [n for n in links_of[b] if n != name]
             if others:
-                lumped = _body_com_inertia(inertia[b])
-                verdict = inertia_problem(lumped)
+                # judged at the body's scale: its mass; its COM's distance from its frame plus
+                # its links' reach
+                mass = inertia[b][0]
+                com = inertia[b][1:4] / mass if mass > 0 else np.zeros(3)
+                size = float(np.linalg.norm(com)) + max(robot.links[n].size for n in links_of[b])
+                verdict = inertia_problem(_body_com_inertia(inertia[b]), mass, size)
                 message += (f'; welded by fixed joints to {len(others)} other link'
                             f'{"s" if len(others) > 1 else ""} ({", ".join(others[:3])}'
                             f'{", ..." if len(others) > 3 else ""}): the body they form is '
-                            + ('physical' if verdict is None else f'not physical either: {verdict}'))
-            self.warnings.append(ModelWarning(message, InertiaError))
+                            + ('physical, and only that body enters the dynamics (harmless)'
+                               if verdict is None else f'not physical either: {verdict}'))
+                harmless = harmless or verdict is None
+            self.warnings.append(ModelWarning(message, InertiaError, harmless=harmless))
 
 
     def create_data(self):
@@ -567,6 +585,50 @@ class Model:
             if info.type == 'floating' and info.q_index is not None:
                 q[info.q_index + 6] = 1.0
         return q
+
+    @property
+    def q_neutral(self):
+        """The neutral configuration as a read-only array (zeros, identity quaternions
+        [0, 0, 0, 1]), made once; :meth:`neutral` returns a new, writable copy of it."""
+        q = self.__dict__.get('_q_neutral')
+        if q is None:
+            q = self._q_neutral = _read_only(self.neutral())
+        return q
+
+    def frame_id(self, frame):
+        """The index of a frame in ``frame_names`` (the rows of ``frame_poses(...).array``),
+        from its link name or from an index (checked); ValueError for anything else."""
+        if isinstance(frame, (int, np.integer)) and not isinstance(frame, (bool, np.bool_)):
+            if 0 <= frame < len(self.frame_names):
+                return int(frame)
+            raise ValueError(f'frame id {frame} is out of range: the model has '
+                             f'{len(self.frame_names)} frames, ids 0 to '
+                             f'{len(self.frame_names) - 1} (model.frame_names)')
+        try:
+            return self.frame_index[frame]
+        except (KeyError, TypeError):
+            raise ValueError(f'unknown frame {frame!r}; frames are the URDF links: '
+                             f'{", ".join(self.frame_names[:8])}'
+                             f'{", ..." if len(self.frame_names) > 8 else ""} '
+                             '(or their ids, indices into model.frame_names)') from None
+
+    def _periodic_velocities(self):
+        """(internal nv,) float array, 1.0 at the velocity of each angle whose pose repeats
+        every 2 pi (a continuous joint, a planar joint's rotation), else 0.0: where
+        ``difference(..., wrap_angles=True)`` wraps. Made once, writable (a kernel argument:
+        numba types a read-only array through a slow path), never written."""
+        mask = self.__dict__.get('_periodic')
+        if mask is None:
+            mask = np.zeros(self.nv_full)
+            names = ([None] if self.floating_base else []) + list(self.moving_joint_names)
+            for i, name in enumerate(names, start=1):      # body rows, in order
+                kind = None if name is None else self._robot.joints[name].type
+                if kind == 'continuous':
+                    mask[self.body_int[i, L.VIDX]] = 1.0
+                elif kind == 'planar':
+                    mask[self.body_int[i, L.VIDX] + 2] = 1.0
+            self._periodic = mask
+        return mask
 
     def mimic_positions(self, q):
         """{mimic joint name: position} for configuration q (public coordinates)."""

@@ -52,6 +52,11 @@ def warm_up(verbose=True):
                 api.kinetic_energy(model, args[0], args[1])
                 api.potential_energy(model, args[0])
                 api.integrate(model, args[0], args[1], 0.01)
+                api.difference(model, args[0], args[0], wrap_angles=True)
+                api.interpolate(model, args[0], args[0], 0.5)
+                api.center_of_mass_jacobian(model, args[0])
+                api.centroidal_momentum(model, args[0], args[1])
+                api.centroidal_momentum_matrix(model, args[0])
                 api.inertial_regressor(model, args[0], args[1], args[1])
             api.frame_poses(model, q)
             for ref in api.REFERENCES:
@@ -69,19 +74,24 @@ def warm_up(verbose=True):
 # lazily typed batch kernels.
 GROUPS = (
     (('aba_entry', 'aba_fext_entry', 'crba_entry', 'integrate_entry', 'frame_placements_entry',
-      'regressor_entry'),
+      'regressor_entry', 'difference_entry', 'interpolate_entry',
+      'centroidal_momentum_matrix_entry'),
      lambda model, Q, V, f_ext: (api.forward_dynamics(model, Q, V, V),
                                  api.inertial_regressor(model, Q, V, V),
                                  api.forward_dynamics(model, Q, V, V, f_ext),
-                                 api.mass_matrix(model, Q), api.integrate(model, Q, V, 0.01))),
+                                 api.mass_matrix(model, Q), api.integrate(model, Q, V, 0.01),
+                                 api.difference(model, Q, Q), api.interpolate(model, Q, Q, 0.5),
+                                 api.centroidal_momentum_matrix(model, Q))),
     (('rnea_entry', 'rnea_fext_entry', 'gravity_entry', 'coriolis_entry', 'frame_motion_entry',
       'frame_jacobian_entry', 'center_of_mass_entry', 'kinetic_energy_entry',
-      'potential_energy_entry'),
+      'potential_energy_entry', 'center_of_mass_jacobian_entry', 'centroidal_momentum_entry'),
      lambda model, Q, V, f_ext: (api.inverse_dynamics(model, Q, V, V),
                                  api.inverse_dynamics(model, Q, V, V, f_ext),
                                  api.gravity_torques(model, Q), api.coriolis_matrix(model, Q, V),
                                  api.center_of_mass(model, Q), api.kinetic_energy(model, Q, V),
-                                 api.potential_energy(model, Q))),
+                                 api.potential_energy(model, Q),
+                                 api.center_of_mass_jacobian(model, Q),
+                                 api.centroidal_momentum(model, Q, V))),
 )
 
 
