@@ -53,7 +53,7 @@ def expect_warning(error_type, parts, *words):
     assert len(matching) == 1, (words, model.warnings)
     assert matching[0].startswith('<robot_description>:') and matching[0].error is error_type
     message = expect(error_type, xml, *words, strict=True)
-    assert '(strict)' in message
+    assert '(a warning; refused by strict=True)' in message
     return model
 
 
@@ -328,9 +328,15 @@ def test_dynamics_core_never_imports_ros():
 
 
 def test_unknown_geometry_is_a_warning():
-    """An unknown geometry tag (found by the hypothesis fuzz test) is in a <visual>, which the
-    dynamics never read: a warning naming the link and the tag; strict refuses it."""
-    bad_link = ('<link name="a"><visual><geometry><nanylinder radius="1"/></geometry></visual>'
-                '</link>')
+    """An unknown geometry tag (found by the hypothesis fuzz test): a warning naming the link
+    and the tag. In a <collision> (the simulator's contacts) strict refuses it; in a <visual>,
+    which neither the dynamics nor the simulator read, it is harmless and strict lets it pass."""
+    shape = '<geometry><nanylinder radius="1"/></geometry>'
+    bad_link = f'<link name="a"><collision>{shape}</collision></link>'
     expect_warning(rbd.URDFSyntaxError, [link('base'), bad_link, joint('j1', 'base', 'a')],
-                   "link 'a' <visual>", 'unknown geometry <nanylinder>')
+                   "link 'a' <collision>", 'unknown geometry <nanylinder>')
+    visual = robot('\n'.join([link('base'),
+                              f'<link name="a">{INERTIAL}<visual>{shape}</visual></link>',
+                              joint('j1', 'base', 'a')]))
+    warning, = rbd.Model.from_urdf(visual, strict=True).warnings
+    assert "link 'a' <visual>" in warning and warning.harmless and '(harmless: ' in warning

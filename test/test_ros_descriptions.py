@@ -91,10 +91,18 @@ def test_warnings_are_logged_once_counted_and_reported(ros):
 
 
 def test_strict_refuses_doubtful_descriptions_and_frames_only_for_kinematics(ros):
-    anymal, talos = path_of('ANYmal C'), path_of('Talos')
-    with pytest.raises(ParameterError, match='robot_description_file: .*inertia.*strict'):
-        ros.start(DynamicsNode, {'robot_description_file': anymal, 'strict': True,
+    talos = path_of('Talos')
+    # Romeo small: two inertias that break the triangle inequality (ANYmal C's five are
+    # harmless: each link's welded body is physical, and strict lets them pass)
+    romeo = os.path.join(ROBOTS, 'romeo_description/urdf/romeo_small.urdf')
+    with pytest.raises(ParameterError, match='robot_description_file: .*triangle inequality.*'
+                                             'strict'):
+        ros.start(DynamicsNode, {'robot_description_file': romeo, 'strict': True,
                                  'floating_base': True}, node_name='strict_dyn')
+    anymal = ros.start(DynamicsNode, {'robot_description_file': path_of('ANYmal C'),
+                                      'strict': True, 'floating_base': True},
+                       node_name='strict_dyn_anymal')
+    assert anymal.robot is not None and anymal.robot.model.warnings
     hand = os.path.join(ROBOTS, 'allegro_hand_description/urdf/allegro_left_hand.urdf')
     assert rbd.Model.from_urdf(hand).warnings          # fingertip inertias: not physical
     frames = ros.start(FramesNode, {'robot_description_file': hand, 'strict': True},

@@ -82,14 +82,28 @@ def test_parts_the_dynamics_never_read_never_stop_a_load():
     ('<visual><material name="m"><color rgba="1 0 0"/></material><geometry><sphere radius="1"/>'
      '</geometry></visual>', ('rgba="1 0 0"',)),
 ])
-def test_broken_visuals_are_warnings(visual, words):
+def test_broken_visuals_are_harmless_warnings(visual, words):
+    """A <visual> is display only: its problems are warnings that say they are harmless, and
+    strict lets them pass. The same problems in a <collision> (the simulator's contacts) are
+    refused; a material is display only wherever it is."""
     xml = arm(tip_extra=visual)
     model = rbd.Model.from_urdf(xml)
     assert len(model.warnings) == 1, model.warnings
     assert all(w in model.warnings[0] for w in words + ("link 'b' <visual>",))
     assert model.warnings[0].error is rbd.URDFSyntaxError and not model.warnings[0].kinematic
-    with pytest.raises(rbd.URDFSyntaxError, match='strict'):
-        rbd.Model.from_urdf(xml, strict=True)
+    assert model.warnings[0].harmless
+    assert ('(harmless: a material is display only)' if 'material' in visual else
+            '(harmless: a <visual> is display only') in model.warnings[0]
+    assert rbd.Model.from_urdf(xml, strict=True).warnings == model.warnings
+    collision = xml.replace('visual>', 'collision>')
+    warning, = rbd.Model.from_urdf(collision).warnings
+    if 'material' in visual:
+        assert warning.harmless and 'harmless: a material is display only' in warning
+        rbd.Model.from_urdf(collision, strict=True)
+    else:
+        assert not warning.harmless and 'harmless' not in warning
+        with pytest.raises(rbd.URDFSyntaxError, match='refused by strict=True'):
+            rbd.Model.from_urdf(collision, strict=True)
 
 
 def test_valid_collision_shapes_are_parsed():
@@ -162,8 +176,11 @@ def test_repair_inertia_takes_the_nearest_physical_one(inertial):
     rot = np.array([[I[0], I[1], I[2]], [I[1], I[3], I[4]], [I[2], I[4], I[5]]])
     assert inertia_problem(rot) is None
     assert not np.allclose(model.body_float[i, 25:31], before.body_float[i, 25:31])
-    with pytest.raises(rbd.InertiaError):
-        rbd.Model.from_urdf(xml, repair_inertia=True, strict=True)   # still a warning
+    # the dynamics use the repaired inertia: harmless, so strict composes with repair
+    assert warning.harmless and 'the dynamics use the repaired one (harmless)' in warning
+    assert rbd.Model.from_urdf(xml, repair_inertia=True, strict=True).warnings == model.warnings
+    with pytest.raises(rbd.InertiaError, match='refused by strict=True'):
+        rbd.Model.from_urdf(xml, strict=True)
 
 
 def test_nearest_valid_inertia_is_nearest():
@@ -192,6 +209,116 @@ def test_welded_link_is_judged_after_lumping_too():
     assert "link 'antenna'" in model.warnings[0] and 'not positive semi-definite' in model.warnings[0]
     assert 'welded by fixed joints to 1 other link (a)' in model.warnings[0]
     assert 'the body they form is physical' in model.warnings[0]
+    # only the body enters the dynamics: harmless, and so it says; strict lets it pass
+    assert model.warnings[0].harmless and model.warnings[0].endswith(
+        'only that body enters the dynamics (harmless)')
+    assert rbd.Model.from_urdf(xml, strict=True).warnings == model.warnings
+
+
+def test_a_welded_body_that_is_not_physical_either_is_refused():
+    light = ('<inertial><mass value="1e-6"/><inertia ixx="1e-9" ixy="0" ixz="0" iyy="1e-9" '
+             'iyz="0" izz="1e-9"/></inertial>')
+    xml = robot(link('base'), link('a', light), link('antenna', NOT_PSD),
+                joint('j1', 'base', 'a'), joint('weld', 'a', 'antenna', 'fixed'))
+    warning, = rbd.Model.from_urdf(xml).warnings
+    assert 'not physical either' in warning and not warning.harmless
+    assert 'harmless' not in warning
+    with pytest.raises(rbd.InertiaError, match='refused by strict=True'):
+        rbd.Model.from_urdf(xml, strict=True)
+
+
+# iCub's published inertias: all zeros but CAD rounding noise, on links of 0.5 to 1.3 kg
+ICUB_HEAD = ('<inertial><mass value="1.33687"/><origin xyz="0.0185 -0.1108 6.78454e-18"/>'
+             '<inertia ixx="0" ixy="0" ixz="2.40741e-35" iyy="0" iyz="0" izz="0"/></inertial>')
+ICUB_HIP = ('<inertial><mass value="0.526"/><origin xyz="0 0 0.03045"/><inertia '
+            'ixx="-5.42101e-20" ixy="0" ixz="0" iyy="-5.42101e-20" iyz="0" izz="0"/></inertial>')
+ICUB_ANKLE = ('<inertial><mass value="0.746"/><origin xyz="-0.0054 0.00163 -0.0172"/><inertia '
+              'ixx="2.71051e-20" ixy="-1.69407e-21" ixz="1.35525e-20" iyy="5.42101e-20" '
+              'iyz="3.38813e-21" izz="1.35525e-20"/></inertial>')
+
+
+@pytest.mark.parametrize('inertial', [ICUB_HEAD, ICUB_HIP, ICUB_ANKLE],
+                         ids=['head', 'hip', 'ankle'])
+def test_an_inertia_zero_up_to_rounding_is_a_point_mass(inertial):
+    """Judged against the link's mass and size (1e-6 of m L^2, L its reach from its frame):
+    1e-20 kg m^2 on a 0.5 kg link a few cm long is rounding, physical, in either mode."""
+    model = rbd.Model.from_urdf(arm(tip_inertial=inertial), strict=True)
+    assert not model.warnings and not model.notes
+
+
+def test_the_rounding_scale_follows_mass_and_size():
+    from rbd_ros.dynamics.inertia import inertia_problem
+    noise = np.diag([-1e-12, 0.0, 1e-12])
+    assert inertia_problem(noise) is not None                   # alone: relative to itself
+    assert inertia_problem(noise, mass=1.0, size=0.1) is None   # 1e-12 << 1e-6 * 1 * 0.1^2
+    assert inertia_problem(noise, mass=1e-6, size=0.01) is not None    # 1e-12 > 1e-16
+    assert inertia_problem(np.zeros((3, 3)), mass=1.0, size=0.1) is None   # a point mass
+    # real problems stay problems at their scale (TIAGo's antenna, ANYmal C's camera)
+    assert inertia_problem(np.diag([-3.5e-8, 3.5e-8, 9.1e-8]), 1e-6, 0.1) is not None
+    assert inertia_problem(np.diag([8.67e-6, 6.69e-4, 1.3735e-3]), 2.0, 0.1) is not None
+
+
+def test_strict_modes():
+    """strict=True refuses what is not harmless, 'kinematics' what bears on frame poses, and
+    anything else is a ValueError (not silently no strictness)."""
+    from rbd_ros.dynamics.urdf import refused_by_strict
+    mimic = joint('j3', 'a', 'c', 'fixed').replace('</joint>', '<mimic joint="j1"/></joint>')
+    xml = robot(link('base'), link('a'), link('b', NOT_PSD), link('c'),
+                joint('j1', 'base', 'a'), joint('j2', 'a', 'b', extra='<axis xyz="1 0 0"/>'),
+                mimic)
+    model = rbd.Model.from_urdf(xml)
+    assert len(model.warnings) == 2
+    assert refused_by_strict(model.warnings, False) == []
+    assert refused_by_strict(model.warnings, True) == model.warnings
+    kinematic, = refused_by_strict(model.warnings, 'kinematics')
+    assert 'cannot mimic' in kinematic
+    with pytest.raises(rbd.JointError, match="refused by strict='kinematics'"):
+        rbd.Model.from_urdf(xml, strict='kinematics')
+    for wrong in ('yes', 'all', 2):
+        with pytest.raises(ValueError, match='strict must be'):
+            rbd.Model.from_urdf(xml, strict=wrong)
+
+
+# ---- xacro sources ----------------------------------------------------------------------------
+XACRO = ('<?xml version="1.0"?>\n<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro">\n'
+         '  <xacro:property name="length" value="0.3"/>\n  <link name="base"/>\n</robot>')
+
+
+@pytest.mark.parametrize('text, evidence', [
+    (XACRO, '<xacro:property>'),
+    (XACRO.replace(' xmlns:xacro="http://www.ros.org/wiki/xacro"', ''), '<xacro:property>'),
+    (arm().replace('<axis xyz="0 0 1"/>', '<axis xyz="0 0 ${z}"/>'), 'xyz="0 0 ${z}"'),
+    (arm().replace('<link name="a">', '<link name="$(arg prefix)a">'), 'name="$(arg prefix)a"'),
+], ids=['element', 'undeclared-prefix', 'substitution', 'argument'])
+def test_a_xacro_source_is_an_error_giving_the_command(text, evidence):
+    with pytest.raises(rbd.URDFSyntaxError) as info:
+        rbd.Model.from_urdf(text)
+    message = str(info.value)
+    assert 'a xacro source, not a URDF' in message and evidence in message
+    assert '`xacro robot.urdf.xacro > robot.urdf`' in message
+    assert info.value.errors == [message]      # not followed by its consequences (no <link>)
+
+
+def test_a_file_named_xacro_is_an_error_giving_the_command(tmp_path):
+    path = tmp_path / 'robot.urdf.xacro'
+    path.write_text(arm())                        # even one without xacro constructs
+    with pytest.raises(rbd.URDFSyntaxError, match='its name ends in .xacro') as info:
+        rbd.Model.from_urdf(str(path))
+    assert f'`xacro {path} > {tmp_path / "robot.urdf"}`' in str(info.value)
+    broken = tmp_path / 'robot.xacro'
+    broken.write_text('<robot><xacro:if value="${a < b}"></robot>')     # not even XML
+    with pytest.raises(rbd.URDFSyntaxError) as info:
+        rbd.Model.from_urdf(str(broken))
+    assert f'`xacro {broken} > {tmp_path / "robot.urdf"}`' in str(info.value)
+
+
+def test_expanded_xacro_output_loads():
+    """xacro keeps the xmlns:xacro declaration in its output (38 of example-robot-data's URDFs
+    carry it), and comments may quote macros: neither makes a xacro source."""
+    text = arm().replace('<robot name="r">',
+                         '<robot name="r" xmlns:xacro="http://wiki.ros.org/xacro">'
+                         '<!-- <xacro:arm prefix="${p}"/> -->')
+    assert rbd.Model.from_urdf(text, strict=True).joint_names == ['j1', 'j2']
 
 
 def test_inertia_welded_to_the_world_is_not_used_a_note():

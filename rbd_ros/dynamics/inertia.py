@@ -4,25 +4,30 @@ A rotational inertia about the centre of mass is physical when its principal mom
 non-negative and each is at most the sum of the other two (the triangle inequality). Both say
 one thing: the body's second moments of mass d_i = (l_j + l_k - l_i) / 2 (the diagonal of the
 mass distribution's covariance in principal axes) are non-negative, since l_i = d_j + d_k.
-A point mass (all moments zero) is physical.
+A point mass (positive mass, all moments zero) is physical, and so is an inertia that is zero
+up to rounding: CAD exports write a point mass as 1e-20-ish noise (iCub's head: all zeros but
+ixz = 2.4e-35 on 1.3 kg), which is judged against what a body of that mass and size can have.
 """
 import itertools
 
 import numpy as np
 
-#: problems smaller than this fraction of the largest principal moment are rounding (CAD
-#: exports print 6 to 8 significant digits), not errors
+#: problems smaller than this fraction of the inertia's scale are rounding (CAD exports print
+#: 6 to 8 significant digits), not errors; the scale is the largest principal moment or, when
+#: larger, mass * size^2 (a body of that mass and size: a rod of length L has m L^2 / 12)
 RELATIVE_TOLERANCE = 1e-6
 
 # l = A d: principal moments from second moments
 _A = np.array([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
 
 
-def inertia_problem(inertia):
+def inertia_problem(inertia, mass=0.0, size=0.0):
     """None when the symmetric 3x3 ``inertia`` (about the centre of mass) is physical, else
-    what is wrong with it, in words."""
+    what is wrong with it, in words. ``mass`` (kg) and ``size`` (m, the body's extent) set the
+    scale below which a problem is rounding: 1e-6 of max(largest moment, mass * size^2)."""
     moments = np.linalg.eigvalsh(inertia)
-    tolerance = RELATIVE_TOLERANCE * max(float(np.max(np.abs(moments))), 1e-300)
+    scale = max(float(np.max(np.abs(moments))), float(mass) * float(size) ** 2)
+    tolerance = RELATIVE_TOLERANCE * max(scale, 1e-300)
     shown = '[' + ', '.join(f'{m:.6g}' for m in moments) + ']'
     if moments[0] < -tolerance:
         return f'inertia is not positive semi-definite (principal moments {shown})'

@@ -6,10 +6,15 @@ KDL, Pinocchio) accepts, and sorting every problem into one of three kinds:
   inertia, length or mimic factor beyond PHYSICAL_LIMIT). All of them are collected; the first is
   raised as a :class:`ModelError` whose message counts the others (``.errors`` lists them all).
 - **warnings**: physically doubtful but usable input (degenerate limits, a mimic tag on a fixed
-  joint or naming an unknown joint, a broken <visual>/<collision>, ...). The model loads and records them; ``strict``
-  makes them errors. Inertia warnings are added by model.py, which knows what the dynamics use.
+  joint or naming an unknown joint, a broken <visual>/<collision>, ...). The model loads and
+  records them; ``strict`` makes them errors (:func:`refused_by_strict`), except the harmless
+  ones, which say so: a broken <visual> or material (display only). Inertia warnings are added
+  by model.py, which knows what the dynamics use.
 - **notes**: the parser's own noise: elements and attributes that URDF does not define or that
   the dynamics never read (Gazebo tags, <transmission>, ...). Never a warning, never an error.
+
+A xacro source (named ``*.xacro``, or with unexpanded ``<xacro:...>`` elements or ``${...}``,
+``$(...)`` substitutions) is an error that gives the command expanding it.
 
 Every message starts with ``<source>:<line>:`` and names the link or joint.
 """
@@ -51,14 +56,29 @@ KNOWN = {
 
 class ModelWarning(str):
     """A warning about a robot description: the message (a str), the ModelError subclass that
-    ``strict`` raises for it (``error``), and whether it bears on kinematics (``kinematic``:
-    frames_node's strict mode refuses only those)."""
+    ``strict`` raises for it (``error``), whether it bears on kinematics (``kinematic``:
+    ``strict='kinematics'``, frames_node's strict mode, refuses only those) and whether it is
+    harmless (``harmless``: the model as loaded is not affected, and the message says why: a
+    display-only <visual> or material, a link whose own inertia is not physical but the welded
+    body the dynamics use is, an inertia repaired by ``repair_inertia``; strict lets it pass)."""
 
-    def __new__(cls, message, error=ModelError, kinematic=False):
+    def __new__(cls, message, error=ModelError, kinematic=False, harmless=False):
         warning = super().__new__(cls, message)
         warning.error = error
         warning.kinematic = kinematic
+        warning.harmless = harmless
         return warning
+
+
+def refused_by_strict(warnings, strict):
+    """The warnings that ``strict`` turns into errors: none when it is false; for True every
+    warning that is not harmless (it bears on the dynamics, the kinematics or the simulator's
+    contacts, or is input urdfdom refuses); for 'kinematics' those that bear on frame poses."""
+    if isinstance(strict, str) and strict == 'kinematics':
+        return [w for w in warnings if w.kinematic]
+    if isinstance(strict, str) or strict not in (False, True, None):
+        raise ValueError(f"strict must be False, True or 'kinematics', got {strict!r}")
+    return [w for w in warnings if not w.harmless] if strict else []
 
 
 @dataclass
@@ -83,6 +103,10 @@ class LinkRecord:
     inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))  # about the COM
     has_inertial: bool = False
     collisions: list = field(default_factory=list)   # GeometryRecord, in URDF order
+    #: the link's extent (m): the farthest of its centre of mass, the origins of the joints it
+    #: carries and its collision shapes from its frame; with the mass, the scale of rounding in
+    #: its inertia (inertia.py)
+    size: float = 0.0
 
 
 @dataclass
@@ -117,11 +141,14 @@ class RobotRecord:
     notes: list          # str: the parser's noise
 
 
-def read_text(path_or_xml):
-    """(xml text, source label) of a file path or of URDF XML text."""
+def read_text(path_or_xml, source=None):
+    """(xml text, source label) of a file path, of URDF XML text or of its bytes (labelled
+    ``source``, default ``<robot_description>``)."""
+    if isinstance(path_or_xml, (bytes, bytearray)):
+        return _decode(bytes(path_or_xml)), source or '<robot_description>'
     text = str(path_or_xml)
     if text.lstrip('\ufeff \t\r\n').startswith('<'):
-        return text, '<robot_description>'
+        return text, source or '<robot_description>'
     if not os.path.exists(text):
         raise ModelError(f'{text}: no such file (and not URDF XML text)')
     if os.path.isdir(text):
@@ -208,6 +235,12 @@ class _Reader:
     def note(self, element, message):
         self.notes.append(f'{self.at(element)}: {message}')
 
+    def harmless(self, since, why):
+        """Marks the warnings recorded since index ``since`` harmless, saying why."""
+        self.warnings[since:] = [w if w.harmless else
+                                 ModelWarning(f'{w} (harmless: {why})', w.error, w.kinematic, True)
+                                 for w in self.warnings[since:]]
+
     # -- numbers ---------------------------------------------------------------------------
     def numbers(self, element, attribute, count, what, default=None):
         """``count`` numbers from an attribute (any whitespace between them), or ``default``
@@ -282,9 +315,13 @@ class _Reader:
             self.inertial(inertials[0], record, what)
         for kind in ('visual', 'collision'):
             for shape in element.findall(kind):
+                since = len(self.warnings)
                 geometry = self.geometry(shape, f'{what} <{kind}>')
                 if geometry is not None and kind == 'collision':
                     record.collisions.append(geometry)
+                if kind == 'visual':
+                    self.harmless(since, 'a <visual> is display only: neither the dynamics nor '
+                                  'the simulator read it')
         return record
 
     def inertial(self, element, record, what):
@@ -340,6 +377,7 @@ class _Reader:
                           URDFSyntaxError)
             result = self.shape(shapes[0], what, placement)
         material = element.find('material')
+        since = len(self.warnings)
         if material is not None:
             color = material.find('color')
             if color is not None and color.get('rgba') is not None:
@@ -355,6 +393,7 @@ class _Reader:
             if texture is not None and not texture.get('filename'):
                 self.warn(texture, f'{what}: material texture without a filename',
                           URDFSyntaxError)
+        self.harmless(since, 'a material is display only')
         # A malformed number in a shape is not a model error: the errors just recorded become
         # warnings, and the shape is dropped.
         malformed = self.errors[errors_before:]
@@ -558,12 +597,21 @@ def _is_drake_tag(element):
                                              (etree.QName(element).namespace or ''))
 
 
-def read_urdf(path_or_xml):
-    """Read a URDF: a :class:`RobotRecord` (with its warnings and notes), or the first of all
-    its errors raised as :class:`ModelError` (``.errors``: every error message)."""
-    text, source = read_text(path_or_xml)
+def read_urdf(path_or_xml, source=None):
+    """Read a URDF (a file path, XML text or its bytes; ``source`` labels text in messages):
+    a :class:`RobotRecord` (with its warnings and notes), or the first of all its errors raised
+    as :class:`ModelError` (``.errors``: every error message)."""
+    text, source = read_text(path_or_xml, source)
     reader = _Reader(source)
-    root = _parse_xml(text, source, reader.notes)
+    try:
+        root = _parse_xml(text, source, reader.notes)
+    except URDFSyntaxError:
+        if source.endswith('.xacro'):
+            raise_errors([(URDFSyntaxError, _xacro_message(source, None))])
+        raise
+    xacro = _xacro_evidence(root)
+    if xacro is not None or source.endswith('.xacro'):
+        raise_errors([(URDFSyntaxError, _xacro_message(source, xacro))])
     if _local(root) != 'robot':
         raise URDFSyntaxError(f'{source}:{root.sourceline}: the root element is <{root.tag}>, '
                               'not <robot>')
@@ -606,8 +654,62 @@ def read_urdf(path_or_xml):
     root_link, child_joints = _check_tree(reader, links, joints) if links else (None, {})
     _check_mimics(reader, joints)
     raise_errors(reader.errors)
+    _measure_links(links, joints)
     return RobotRecord(name or '', source, root_link, links, joints, child_joints,
                        reader.warnings, reader.notes)
+
+
+_XACRO_SUBSTITUTION = re.compile(r'\$\{[^}]*\}|\$\([^)]*\)')
+
+
+def _xacro_evidence(root):
+    """(line, what) of the first unexpanded xacro construct: an element in the xacro namespace
+    (or with an undeclared xacro: prefix), or a ${...} or $(...) substitution in an attribute or
+    text; None when there is none. (xacro's output keeps the xmlns:xacro declaration: that alone
+    is no evidence, 38 of example-robot-data's loading URDFs carry it.)"""
+    for element in root.iter():
+        if not isinstance(element.tag, str):
+            continue
+        if element.prefix == 'xacro' or 'xacro' in (etree.QName(element).namespace or ''):
+            return element.sourceline, f'<{_shown(element)}>'
+        for name, value in element.attrib.items():
+            match = _XACRO_SUBSTITUTION.search(value)
+            if match:
+                return element.sourceline, f'{etree.QName(name).localname}="{value}"'
+        match = _XACRO_SUBSTITUTION.search(element.text or '')
+        if match:
+            return element.sourceline, match.group(0)
+    return None
+
+
+def _xacro_message(source, evidence):
+    """The error for a xacro source: what shows it, and the command that expands it."""
+    named = source.endswith('.xacro')
+    line = f':{evidence[0]}' if evidence else ''
+    shown = source if named else 'robot.urdf.xacro'
+    target = shown[:-len('.xacro')] if named else 'robot.urdf'
+    if not target.endswith('.urdf'):
+        target += '.urdf'
+    why = ', '.join(([evidence[1]] if evidence else []) +
+                    (['its name ends in .xacro'] if named else []))
+    return (f'{source}{line}: a xacro source, not a URDF ({why}): expand it first: '
+            f'`xacro {shown} > {target}` (xacro comes with ROS; or `pip install xacro`), '
+            f'or `xacro {shown} | python -m rbd_ros inspect -`')
+
+
+def _measure_links(links, joints):
+    """Each link's extent (LinkRecord.size): the farthest of its centre of mass, the origins
+    of its child joints and its collision shapes (their origin plus their largest dimension)
+    from its frame."""
+    for link in links.values():
+        reach = [float(np.linalg.norm(link.com_xyz))]
+        reach += [float(np.linalg.norm(shape.origin_xyz)) +
+                  (max(shape.size) if shape.kind != 'mesh' and shape.size else 0.0)
+                  for shape in link.collisions]
+        link.size = max(reach)
+    for joint in joints.values():
+        parent = links[joint.parent]
+        parent.size = max(parent.size, float(np.linalg.norm(joint.origin_xyz)))
 
 
 def raise_errors(errors):

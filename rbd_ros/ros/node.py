@@ -45,8 +45,8 @@ ROBOT_DESCRIPTION = ParamSpec('string', '', 'URDF text; empty: robot_description
                               'latched robot_description topic', dynamic=True)
 ROBOT_DESCRIPTION_FILE = ParamSpec('string', '', 'path of a URDF file, used when '
                                    'robot_description is empty', dynamic=True)
-STRICT = ParamSpec('bool', False, 'refuse a robot description that has warnings (a doubtful '
-                   'inertia, degenerate limits, ...) like a malformed one')
+STRICT = ParamSpec('bool', False, 'refuse a robot description that has warnings that are not '
+                   'harmless (a doubtful inertia, degenerate limits, ...) like a malformed one')
 DIAGNOSTICS_PERIOD = ParamSpec('double', 1.0, 'seconds between /diagnostics messages', positive)
 JOINT_STATES_QOS = ParamSpec('string', 'sensor_data', 'joint_states subscription QoS: '
                              'sensor_data (best effort) or reliable',
