@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Set up .venv (scripts/setup.sh) and run the demo on the bundled 7-DoF arm: bringup with the
-# simulated arm, dynamics and frames in one process (loop closed by gravity compensation), a live
-# table, then a summary; it stops by itself after a few seconds (or Ctrl-C).
-# Extra arguments go to the demo (e.g. a URDF path, --duration 10).
+# Set up .venv (scripts/setup.sh) and run the demo on the bundled 7-DoF arm: the simulated arm
+# and the dynamics node in one process, the loop closed by computed-torque feedforward control
+# of a trajectory (three runs: no payload, an unmodelled 2 kg payload, the payload announced), a
+# live table, then a summary and a plot; it stops by itself after about 27 s of simulated time.
+# Extra arguments go to the demo (python -m rbd_ros.demo --help: a URDF path, --payload KG,
+# --plot PATH, --legged for the Solo-12 quadruped).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh

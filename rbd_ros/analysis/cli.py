@@ -220,7 +220,9 @@ def run_logs(paths, urdf_text, options, args, progress, say):
                                    dashboard_address=None, silence_logs=40)
             client = Client(cluster)
         with client:
-            futures = {client.submit(analyze_log, path, urdf_text, options, pure=False): path
+            # absolute paths: a worker's working directory is its own, not this shell's
+            futures = {client.submit(analyze_log, os.path.abspath(path), urdf_text, options,
+                                     pure=False): path
                        for path in paths}
             by_path = {}
             for future in as_completed(futures):
@@ -232,6 +234,7 @@ def run_logs(paths, urdf_text, options, args, progress, say):
                     result = LogResult(path=path, status='skipped',
                                        reason=f'failed on its worker: {type(exc).__name__}: '
                                               f'{exc}')
+                result.path = path           # as the user named it
                 by_path[path] = result
                 progress.done(path, result.samples)
                 _tell(result, say)
