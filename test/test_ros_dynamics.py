@@ -2,6 +2,7 @@
 functions for the same inputs; bad input is rejected and counted; models swap atomically."""
 import math
 import random
+import time
 
 import numpy as np
 import pytest
@@ -421,6 +422,10 @@ def test_nodes_say_what_they_wait_for_and_what_is_stale(ros, capfd):
     odom.pose.pose.orientation.w = 1.0
     msg = js(model.joint_names, np.zeros(len(model.joint_names)))
 
+    for _ in range(20):                 # joint_states first: the node says it still waits
+        states.publish(msg)
+        time.sleep(0.05)
+
     def fresh():
         states.publish(msg)
         base.publish(odom)
@@ -430,8 +435,9 @@ def test_nodes_say_what_they_wait_for_and_what_is_stale(ros, capfd):
     # silence: both say which input is missing, and for how long
     wait_until(lambda: latest_status(diag, 'rbd_frames').message.startswith(
         'input stale: no joint_states on /joint_states for'), what='frames stale')
+    wait_until(lambda: latest_status(diag, 'rbd_dynamics').message.startswith(
+        'input stale: no joint_states on /joint_states for'), what='dynamics stale')
     st = latest_status(diag, 'rbd_dynamics')
-    assert st.message.startswith('input stale: no joint_states on /joint_states for'), st.message
     assert st.message.endswith('(input_timeout 0.4 s); ~/effort_commands stopped'), st.message
     assert {kv.key: kv.value for kv in st.values}['stale_reason'].startswith('no joint_states')
     ros.remove(d)
@@ -439,7 +445,9 @@ def test_nodes_say_what_they_wait_for_and_what_is_stale(ros, capfd):
     err = capfd.readouterr().err
     for line in ("[rbd_dynamics]: waiting for the floating base's state on "
                  "/rbd_dynamics/base_state (nav_msgs/Odometry): outputs start with it",
-                 '[rbd_dynamics]: floating base state received on /rbd_dynamics/base_state',
-                 '[rbd_dynamics]: joint_states received on /joint_states: publishing',
+                 '[rbd_dynamics]: joint_states received on /joint_states: still waiting for '
+                 "the floating base's state on /rbd_dynamics/base_state (nav_msgs/Odometry)",
+                 '[rbd_dynamics]: floating base state received on /rbd_dynamics/base_state: '
+                 'publishing',
                  '[rbd_frames]: joint_states received on /joint_states: publishing'):
         assert err.count(line) == 1, (line, err)

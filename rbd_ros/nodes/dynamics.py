@@ -307,7 +307,7 @@ class DynamicsNode(RbdNode):
             cmd = clipped
         self._publish(self.pub_cmd, Float64MultiArray(data=cmd.tolist()), cmd)
 
-    def _track(self, rt: Runtime, sec, nanosec, q, base_q, base_v) -> None:
+    def _track(self, rt: Runtime, sec, nanosec, q, base_v) -> None:
         """The reference sampled at this joint_states' stamp, the tracking outputs, and the
         control law's effort commands."""
         robot, m, ref = rt.robot, rt.merger, rt.reference
@@ -377,7 +377,7 @@ class DynamicsNode(RbdNode):
         if self._publish(self.pub_gravity, out, g) and source == 'gravity':
             self._command(rt, g)
         if source not in ('none', 'gravity') or rt.reference.active:
-            self._track(rt, sec, nanosec, q, base_q, base_v)
+            self._track(rt, sec, nanosec, q, base_v)
 
         if has_effort and m.effort_complete:
             if robot.direct_state:
@@ -560,7 +560,8 @@ class DynamicsNode(RbdNode):
         first = self.base is None
         self.base = BaseState(q, v, time.monotonic(), t)
         if first:
-            self.get_logger().info(f'floating base state received on {self._base_topic}')
+            self.get_logger().info(f'floating base state received on {self._base_topic}'
+                                   + (': publishing' if self._said_input else ''))
 
     def extra_diagnostics(self) -> dict:
         stale = self.runtime is not None and self.is_stale()

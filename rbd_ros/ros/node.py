@@ -379,8 +379,10 @@ class RbdNode(Node):
         """Called with each valid input: says once that the first one came."""
         if not self._said_input:
             self._said_input = True
+            waiting = self.waiting_for()
             self.get_logger().info(f'joint_states received on '
-                                   f'{self.resolve_topic_name("joint_states")}: publishing')
+                                   f'{self.resolve_topic_name("joint_states")}: '
+                                   + (f'still waiting for {waiting}' if waiting else 'publishing'))
 
     def waiting_for(self) -> str | None:
         """What the node, with a model, still waits for before it can publish (None: nothing)."""
@@ -554,7 +556,7 @@ def bound_heap_growth() -> None:
         mallopt(option, value)
 
 
-def run(make_nodes: Callable[[object], Iterable[Node]], argv: list[str], *, name: str,
+def run(make_nodes: Callable[[], Iterable[Node]], argv: list[str], *, name: str,
         duration: float | None = None, on_tick: Callable[[], bool | None] | None = None,
         tick_period: float = 0.5, restore_signals: bool = False) -> int:
     """init, create the nodes, spin, shut down: every executable (the three nodes, bringup,
@@ -594,7 +596,7 @@ def run(make_nodes: Callable[[object], Iterable[Node]], argv: list[str], *, name
     nodes, executor = [], None
     status = 0
     try:
-        nodes = list(make_nodes(None))
+        nodes = list(make_nodes())
         executor = make_executor()
         for node in nodes:
             executor.add_node(node)
@@ -641,5 +643,5 @@ def node_main(node_cls, args=None, *, executable: str, description: str) -> int:
         return 2
     opts = parser.parse_args(own_args)
     overrides = [Parameter('robot_description_file', value=opts.urdf)] if opts.urdf else None
-    return run(lambda context: [node_cls(context=context, parameter_overrides=overrides)], argv,
+    return run(lambda: [node_cls(parameter_overrides=overrides)], argv,
                name=executable)
