@@ -156,8 +156,8 @@ def main(args: list[str] | None = None) -> int:
         if not urdf_path.is_file():
             print(f'bringup: --urdf {opts.urdf}: no such file', file=sys.stderr)
             return 2
-    return run(lambda context: create_nodes(which, config=config, urdf_path=urdf_path,
-                                            context=context, floating_base=opts.floating_base),
+    return run(lambda: create_nodes(which, config=config, urdf_path=urdf_path,
+                                    floating_base=opts.floating_base),
                argv, name='bringup', duration=opts.duration)
 
 

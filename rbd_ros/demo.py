@@ -210,15 +210,15 @@ def legged(opts) -> int:
             (msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec,
              math.sqrt(f.x * f.x + f.y * f.y + f.z * f.z)))
 
-    def make(context):
-        nodes = create_nodes(['sim', 'dynamics'], context=context, config=config, urdf_path=urdf,
+    def make():
+        nodes = create_nodes(['sim', 'dynamics'], config=config, urdf_path=urdf,
                              floating_base=True, overrides={
                                  'sim': {'initial_base_pose': [0.0, 0.0, DROP_HEIGHT, 0.0, 0.0,
                                                                0.0, 1.0],
                                          'lockstep': True, 'publish_clock': True},
                                  'dynamics': {'input_timeout': 0.0,
                                               'joint_states_qos': 'reliable'}})
-        node = rclpy.create_node('rbd_demo', context=context)
+        node = rclpy.create_node('rbd_demo')
         node.create_subscription(Odometry, 'rbd_sim/base_state', on_base, OUTPUT_QOS)
         node.create_subscription(WrenchStamped, 'rbd_sim/contact_wrenches', on_wrench, 100)
         made.update(nodes=nodes, t0=time.monotonic())
@@ -334,14 +334,14 @@ def main(argv=None) -> int:
     loaded, announced = f'{opts.payload:g} kg payload', f'{opts.payload:g} kg, announced'
     last_link = robot.model.frame_names[-1]
 
-    def make(context):
-        nodes = create_nodes(['sim', 'dynamics'], context=context, urdf_path=urdf, overrides={
+    def make():
+        nodes = create_nodes(['sim', 'dynamics'], urdf_path=urdf, overrides={
             'sim': {'initial_positions': list(q0), 'command_joints': names, 'lockstep': True,
                     'publish_clock': True, 'publish_rate': 500.0, 'command_timeout': 1.0},
             'dynamics': {'command_source': 'computed_torque', 'command_joints': names,
                          'kp': [400.0], 'kd': [40.0], 'input_timeout': 0.0,
                          'joint_states_qos': 'reliable'}})
-        node = rclpy.create_node('rbd_demo', context=context)
+        node = rclpy.create_node('rbd_demo')
         made.update(nodes=nodes, node=node, recorder=Recorder(node, names),
                     ref=node.create_publisher(JointTrajectory, 'rbd_dynamics/reference', 10),
                     payload=node.create_publisher(InertiaStamped, 'rbd_dynamics/payload', 10),

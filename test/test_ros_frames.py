@@ -13,12 +13,21 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 import rbd_ros.dynamics as rbd  # noqa: E402
 from conftest import ARM, QUAD2, TREE3, js, publish_until, wait_until  # noqa: E402
 from rbd_ros.nodes.frames import FramesNode  # noqa: E402
-from rbd_ros.ros.messages import transform_to_matrix  # noqa: E402
+from rbd_ros.dynamics.rotations import quaternion_to_matrix  # noqa: E402
 from rbd_ros.ros.qos import LATCHED_QOS, TF_QOS  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
 BEST_EFFORT = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
+
+
+def transform_to_matrix(t):
+    """4x4 matrix of a geometry_msgs/Transform."""
+    m = np.eye(4)
+    r = t.rotation
+    m[:3, :3] = quaternion_to_matrix(r.x, r.y, r.z, r.w)
+    m[:3, 3] = (t.translation.x, t.translation.y, t.translation.z)
+    return m
 
 
 def world_poses(transforms, prefix=''):

@@ -45,7 +45,7 @@ def test_limits_have_one_source_the_model():
     lm = load_robot(xml)
     assert (lm.model.lower_limits[0], lm.model.upper_limits[0]) == (-math.inf, math.inf)
     assert (lm.lower[0], lm.upper[0]) == (-math.inf, math.inf)
-    assert lm.effort_limit[0] == 3 and lm.velocity_limit[0] == math.inf
+    assert lm.effort_limit[0] == 3 and lm.model.velocity_limits[lm.v_index[0]] == math.inf
 
 
 def test_load_robot_floating_base():

@@ -155,7 +155,7 @@ import sys, time
 import rclpy
 from rbd_ros.ros.node import run
 
-def make(context):
+def make():
     node = rclpy.create_node('overloaded')
     node.create_timer(0.01, lambda: time.sleep(0.03))    # always late: 30 ms work every 10 ms
     print('ready', flush=True)

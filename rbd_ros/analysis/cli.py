@@ -105,9 +105,9 @@ def main(argv=None):
     from .compute import LogResult
     results += [LogResult(path=path, status='skipped', reason=reason) for path, reason in missing]
     summary = combine(model, results, options)
-    print(report_text(summary, options, wall))
+    print(report_text(summary, wall))
     if args.json:
-        _write(args.json, json.dumps(report_json(summary, options), indent=2) + '\n')
+        _write(args.json, json.dumps(report_json(summary), indent=2) + '\n')
     if args.plots and any(r.status == 'ok' for r in results):
         from .plots import write_plots
         written = write_plots(args.plots, model, results)
@@ -345,7 +345,7 @@ def _size(path):
 
 
 # ---- output -------------------------------------------------------------------------------
-def report_json(summary, options):
+def report_json(summary):
     """The JSON layout other tools read (docs/analysis.md)."""
     joints = {}
     for name, stats in summary.joints.items():
@@ -365,7 +365,7 @@ def report_json(summary, options):
     return out
 
 
-def report_text(summary, options, wall):
+def report_text(summary, wall):
     ok = [log for log in summary.logs if log['status'] == 'ok']
     samples = sum(log['samples'] for log in ok)
     hours = sum(log['duration_s'] for log in ok) / 3600.0

@@ -48,31 +48,29 @@ def joint_friction_compensation(model, v_ref, v_index):
 
 
 def control_torques(law, model, q, v, q_index, v_index, q_ref, v_ref, a_ref, kp, kd,
-                    continuous, reference_q=None, reference_v=None, data=None,
-                    compensate_friction=False):
+                    continuous, compensate_friction=False):
     """The torques of ``law`` on the joints (q_index, v_index). q, v: the measured state in the
-    model's coordinates. q_ref, v_ref, a_ref, kp, kd, continuous: per joint. reference_q,
-    reference_v: the model's coordinates of the reference (for inverse dynamics of it: the
-    other coordinates, such as a floating base, as measured); built from q, v when None."""
+    model's coordinates. q_ref, v_ref, a_ref, kp, kd, continuous: per joint. The feedforward
+    laws take the inverse dynamics at the reference: q, v with the joints' coordinates
+    replaced by q_ref, v_ref (the others, such as a floating base, as measured)."""
     if law == 'gravity':
-        return rbd.gravity_torques(model, q, data=data)[v_index]
+        return rbd.gravity_torques(model, q)[v_index]
     e = tracking_error(q_ref, q[q_index], continuous)
     e_dot = v_ref - v[v_index]
     if law == 'gravity_pd':
-        return rbd.gravity_torques(model, q, data=data)[v_index] + kp * e - kd * v[v_index]
+        return rbd.gravity_torques(model, q)[v_index] + kp * e - kd * v[v_index]
     if law == 'computed_torque':
         a = np.zeros(model.nv)
         a[v_index] = a_ref + kp * e + kd * e_dot
-        tau = rbd.inverse_dynamics(model, q, v, a, data=data)[v_index]
+        tau = rbd.inverse_dynamics(model, q, v, a)[v_index]
         if compensate_friction:
             tau = tau + joint_friction_compensation(model, v_ref, v_index)
         return tau
-    if reference_q is None:
-        reference_q, reference_v = q.copy(), v.copy()
-        reference_q[q_index], reference_v[v_index] = q_ref, v_ref
+    reference_q, reference_v = q.copy(), v.copy()
+    reference_q[q_index], reference_v[v_index] = q_ref, v_ref
     a = np.zeros(model.nv)
     a[v_index] = a_ref
-    tau = rbd.inverse_dynamics(model, reference_q, reference_v, a, data=data)[v_index]
+    tau = rbd.inverse_dynamics(model, reference_q, reference_v, a)[v_index]
     if compensate_friction:
         tau = tau + joint_friction_compensation(model, v_ref, v_index)
     if law == 'inverse_dynamics':

@@ -8,7 +8,7 @@ from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import TransformStamped
 from sensor_msgs.msg import JointState
 
-from rbd_ros.dynamics.rotations import matrix_to_quaternion, quaternion_to_matrix
+from rbd_ros.dynamics.rotations import matrix_to_quaternion
 
 from .joint_states import Rejected, all_finite
 
@@ -51,15 +51,6 @@ def transform_msg(pose: np.ndarray, parent: str, child: str, stamp: TimeMsg) -> 
     q = t.transform.rotation
     q.x, q.y, q.z, q.w = matrix_to_quaternion(pose[:3, :3])
     return t
-
-
-def transform_to_matrix(t) -> np.ndarray:
-    """4x4 matrix of a geometry_msgs/Transform."""
-    m = np.eye(4)
-    r = t.rotation
-    m[:3, :3] = quaternion_to_matrix(r.x, r.y, r.z, r.w)
-    m[:3, 3] = (t.translation.x, t.translation.y, t.translation.z)
-    return m
 
 
 def relative_pose(parent_pose: np.ndarray, child_pose: np.ndarray) -> np.ndarray:

@@ -52,10 +52,6 @@ class Robot:
         return self.model.effort_limits[self.v_index]
 
     @property
-    def velocity_limit(self) -> np.ndarray:
-        return self.model.velocity_limits[self.v_index]
-
-    @property
     def continuous(self) -> np.ndarray:
         """True for the JointState joints that are angles without limits (continuous)."""
         return np.array([self.model.joint[n].type == 'continuous' for n in self.joint_names],
