@@ -10,21 +10,13 @@ then both move from the world origin to the centre of mass c: the angular part l
 The armature (rotor inertia) is not a momentum of the bodies and is not counted, as in
 Pinocchio.
 """
-from ._jit import inline_kernel, kernel
+from ._jit import kernel
 from .checks import OK, configuration_status, state_status
 from .joints import motion_subspace_column
-from .kinematics import body_placements, body_velocities, mass_and_moment
+from .kinematics import body_placements, body_velocities, center_of, mass_and_moment
 from .layout import (BODY_FLOAT_COLS, COR_Y, INERTIA, JTYPE, NVJ, O, PARENT, SCRATCH_FORCE,
                      SCRATCH_MOTION, SCRATCH_MOTION_2, VEL, VIDX, WS_COLS)
 from .spatial import add_inertia_to_parent, force_to_parent, inertia_times_motion, motion_to_parent
-
-
-@inline_kernel
-def center_of(mass, cx, cy, cz):
-    """The centre of mass from (mass, sum m c); the origin when nothing has mass."""
-    if mass > 0.0:
-        return cx / mass, cy / mass, cz / mass
-    return 0.0, 0.0, 0.0
 
 
 @kernel

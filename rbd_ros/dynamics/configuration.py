@@ -149,6 +149,7 @@ def _pair_status(body_int, q0, q1):
 
 
 # ---- the kernels -------------------------------------------------------------------------------
+# (Each walks the joints and branches on the type alike; what each type does differs.)
 @kernel
 def integrate(body_int, q, v, dt, out):
     """out = q (+) v dt for every joint; OK or a status code (BAD_THIRD: dt not finite)."""

@@ -177,6 +177,8 @@ def centroidal_momentum_matrix_entry(h, q, A):
 
 
 # ---- batches: rows over threads (parallel) ---------------------------------------------------
+# (One spelled-out kernel per algorithm, alike but for the call: numba inlines a kernel named
+# here, and a function passed as an argument would be a first-class function call per row.)
 @kernel(parallel=True)
 def rnea_batch(h, Q, V, A, F_EXT, TAU, threads):
     """F_EXT has one row, shared by all, or one per configuration."""
@@ -246,6 +248,7 @@ def aba_batch(h, Q, V, TAU, F_EXT, VDOT, threads):
 
 
 # ---- batches: rows in turn (cheap per row, or rarely batched) ---------------------------------
+# (Spelled out per algorithm, as the parallel ones above are.)
 @kernel
 def coriolis_batch(h, Q, V, C):
     body_int, body_float, ws = model_tables(h)

@@ -1,4 +1,11 @@
-"""Joint models: the one place that knows joint types (spatial_v2's ``jcalc``).
+"""Joint models (spatial_v2's ``jcalc``): the one place that knows how each joint type moves
+its body: its transform X_J(q), motion subspace S, joint velocity S v and force projection
+S^T f. The algorithms (RNEA, CRBA, ABA, kinematics) reach joint types only through these.
+Three other files know joint types, each for a concern of its own: model.py (URDF types to
+the codes and sizes here, a planar joint's basis), configuration.py (each type's
+configuration manifold: the exp and log maps of integrate, difference and interpolate, kept
+apart from the joint models as Pinocchio keeps its Lie groups) and checks.py (a floating
+joint's quaternion must not be zero).
 
 Every joint's motion subspace S is constant in the child (body) frame, so the joint's bias
 acceleration c_J is zero and the velocity-product term of RNEA and ABA is v_i x (S v_i).

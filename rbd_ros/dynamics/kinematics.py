@@ -59,6 +59,17 @@ def body_accelerations(body_int, body_float, ws, a):
             ws[w + ACC + k] += ws[s + k]
 
 
+@inline_kernel
+def frame_world_placement(body_int, body_float, ws, frame):
+    """The frame's world placement oMf into the scratch row (SCRATCH_X), after body_placements;
+    returns (the frame's body, the frame's row in body_float)."""
+    nb = body_int.shape[0]
+    row = nb * BODY_FLOAT_COLS + frame * FRAME_COLS
+    body = int(body_float[row + FRAME_BODY])
+    compose(ws, body * WS_COLS + O, body_float, row + FRAME_PLACEMENT, ws, nb * WS_COLS + SCRATCH_X)
+    return body, row
+
+
 @kernel
 def frame_placements(body_int, body_float, ws, q, out):
     """out[f] = 4x4 world pose of frame f (a link) at configuration q."""
@@ -73,9 +84,7 @@ def frame_placements(body_int, body_float, ws, q, out):
     body_placements(body_int, body_float, ws, q)
     X = nb * WS_COLS + SCRATCH_X
     for f in range(out.shape[0]):
-        row = frames + f * FRAME_COLS
-        body = int(body_float[row + FRAME_BODY])
-        compose(ws, body * WS_COLS + O, body_float, row + FRAME_PLACEMENT, ws, X)   # oMb o bMf
+        frame_world_placement(body_int, body_float, ws, f)     # oMb o bMf, at X
         for r in range(3):
             out[f, r, 0] = ws[X + 3 * r]
             out[f, r, 1] = ws[X + 3 * r + 1]
@@ -84,17 +93,6 @@ def frame_placements(body_int, body_float, ws, q, out):
             out[f, 3, r] = 0.0
         out[f, 3, 3] = 1.0
     return OK
-
-
-@inline_kernel
-def frame_world_placement(body_int, body_float, ws, frame):
-    """The frame's world placement oMf into the scratch row (SCRATCH_X), after body_placements;
-    returns (the frame's body, the frame's row in body_float)."""
-    nb = body_int.shape[0]
-    row = nb * BODY_FLOAT_COLS + frame * FRAME_COLS
-    body = int(body_float[row + FRAME_BODY])
-    compose(ws, body * WS_COLS + O, body_float, row + FRAME_PLACEMENT, ws, nb * WS_COLS + SCRATCH_X)
-    return body, row
 
 
 @inline_kernel
@@ -178,17 +176,34 @@ def frame_jacobian(body_int, body_float, ws, q, frame, reference, J):
 
 
 @inline_kernel
+def body_mass_and_moment(body_float, ws, i):
+    """(m, m c) of body i, c its centre of mass in the world frame, after body_placements."""
+    y, x = i * BODY_FLOAT_COLS + INERTIA, i * WS_COLS + O
+    m, hx, hy, hz = body_float[y], body_float[y + 1], body_float[y + 2], body_float[y + 3]
+    return (m, ws[x] * hx + ws[x + 1] * hy + ws[x + 2] * hz + m * ws[x + 9],   # m (oR c + op)
+            ws[x + 3] * hx + ws[x + 4] * hy + ws[x + 5] * hz + m * ws[x + 10],  # = oR h + m op
+            ws[x + 6] * hx + ws[x + 7] * hy + ws[x + 8] * hz + m * ws[x + 11])
+
+
+@inline_kernel
 def mass_and_moment(body_int, body_float, ws):
     """(mass, sum m c) of the moving bodies in the world frame, after body_placements."""
     mass, cx, cy, cz = 0.0, 0.0, 0.0, 0.0
     for i in range(1, body_int.shape[0]):
-        y, x = i * BODY_FLOAT_COLS + INERTIA, i * WS_COLS + O
-        m, hx, hy, hz = body_float[y], body_float[y + 1], body_float[y + 2], body_float[y + 3]
-        mass += m          # m * (oR c + op) = oR h + m op
-        cx += ws[x] * hx + ws[x + 1] * hy + ws[x + 2] * hz + m * ws[x + 9]
-        cy += ws[x + 3] * hx + ws[x + 4] * hy + ws[x + 5] * hz + m * ws[x + 10]
-        cz += ws[x + 6] * hx + ws[x + 7] * hy + ws[x + 8] * hz + m * ws[x + 11]
+        m, hx, hy, hz = body_mass_and_moment(body_float, ws, i)
+        mass += m
+        cx += hx
+        cy += hy
+        cz += hz
     return mass, cx, cy, cz
+
+
+@inline_kernel
+def center_of(mass, cx, cy, cz):
+    """The centre of mass from (mass, sum m c); the origin when nothing has mass."""
+    if mass > 0.0:
+        return cx / mass, cy / mass, cz / mass
+    return 0.0, 0.0, 0.0
 
 
 @kernel
@@ -200,10 +215,7 @@ def center_of_mass(body_int, body_float, ws, q, out):
     body_placements(body_int, body_float, ws, q)
     mass, cx, cy, cz = mass_and_moment(body_int, body_float, ws)
     out[3] = mass
-    if mass > 0.0:
-        out[0], out[1], out[2] = cx / mass, cy / mass, cz / mass
-    else:
-        out[0], out[1], out[2] = 0.0, 0.0, 0.0
+    out[0], out[1], out[2] = center_of(mass, cx, cy, cz)
     return OK
 
 
@@ -219,12 +231,8 @@ def center_of_mass_jacobian(body_int, body_float, ws, q, J):
     body_placements(body_int, body_float, ws, q)
     nb = body_int.shape[0]
     for i in range(1, nb):             # (m, m c) in world coordinates: COR_Y's first four
-        y, x, w = i * BODY_FLOAT_COLS + INERTIA, i * WS_COLS + O, i * WS_COLS + COR_Y
-        m, hx, hy, hz = body_float[y], body_float[y + 1], body_float[y + 2], body_float[y + 3]
-        ws[w] = m
-        ws[w + 1] = ws[x] * hx + ws[x + 1] * hy + ws[x + 2] * hz + m * ws[x + 9]
-        ws[w + 2] = ws[x + 3] * hx + ws[x + 4] * hy + ws[x + 5] * hz + m * ws[x + 10]
-        ws[w + 3] = ws[x + 6] * hx + ws[x + 7] * hy + ws[x + 8] * hz + m * ws[x + 11]
+        w = i * WS_COLS + COR_Y
+        ws[w], ws[w + 1], ws[w + 2], ws[w + 3] = body_mass_and_moment(body_float, ws, i)
     mass = 0.0
     for i in range(nb - 1, 0, -1):     # subtree sums; the roots' subtrees make the whole
         w, p = i * WS_COLS + COR_Y, body_int[i, PARENT]

@@ -3,7 +3,7 @@ compiled once from a URDF into flat arrays (see layout.py). A model never change
 built, so threads can share it; what the algorithms write goes into a workspace (data.py).
 
 Bodies joined by fixed joints are merged (inertias composed exactly), every link stays a
-frame. Joint order is depth-first from the root, children in URDF order (CONVENTIONS).
+frame. Joint order is depth-first from the root, children in URDF order (docs/conventions.md).
 Mimic joints are ordinary joints of an *internal* model with their own coordinate; the
 public coordinates leave them out and the API maps between the two (q_full = G q + offset,
 tau = G^T tau_full).
@@ -34,6 +34,8 @@ FLOATING_BASE_JOINT = 'root_joint'   # the name Pinocchio gives a free-flyer roo
 _PINOCCHIO_ORDER = [0, 1, 2, 3, 4, 5, 7, 6, 8, 9]
 
 
+# (Fields shared with urdf.JointRecord, the file's joint: this is the public view of it, with
+# coordinates and a resolved mimic.)
 @dataclass(frozen=True)
 class JointInfo:
     """One URDF joint (or the added floating base). Indices are into the public q and v;
@@ -594,6 +596,14 @@ class Model:
         if q is None:
             q = self._q_neutral = _read_only(self.neutral())
         return q
+
+    def single_dof_joints(self):
+        """The joints with one coordinate of their own (revolute, continuous, prismatic; not
+        mimic joints, which follow their leaders), in v order: the joints a JointState message
+        carries (ros/robot.py) and the simulator's joint rows (friction, limits, drives)."""
+        return sorted((j for j in self.joints if j.q_index is not None and j.nq == 1
+                       and j.type in ('revolute', 'continuous', 'prismatic')),
+                      key=lambda j: j.v_index)
 
     def frame_id(self, frame):
         """The index of a frame in ``frame_names`` (the rows of ``frame_poses(...).array``),

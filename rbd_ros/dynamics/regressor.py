@@ -84,7 +84,9 @@ def inertial_regressor(body_int, body_float, ws, q, v, a, Y, first, count):
         ws[ACC + k] = 0.0
     for k in range(3):
         ws[ACC + k] = -body_float[GRAVITY + k]
-    for i in range(1, nb):                                       # RNEA's forward pass
+    # RNEA's forward pass, rnea.py's line for line but for the forces (f = I a + v x* I v), which
+    # RNEA forms in the same loop and the regressor replaces by each body's basis
+    for i in range(1, nb):
         jtype, vi = body_int[i, JTYPE], body_int[i, VIDX]
         j, w, p = i * BODY_FLOAT_COLS, i * WS_COLS, body_int[i, PARENT] * WS_COLS
         body_transform(body_float, i, jtype, q, body_int[i, QIDX], ws, s)

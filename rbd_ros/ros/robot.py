@@ -107,17 +107,10 @@ def load_robot(xml: str, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.8
         raise ValueError('the robot description is empty')
     model = rbd.Model.from_urdf(path or xml, floating_base=bool(floating_base),
                                 gravity=tuple(float(g) for g in gravity), strict=strict)
-    single, mimics, multi = [], [], []
-    for j in model.joints:
-        if j.name == rbd.FLOATING_BASE_JOINT and model.floating_base:
-            continue
-        if j.mimic is not None:
-            mimics.append(j)
-        elif j.type in ('revolute', 'continuous', 'prismatic') and j.q_index is not None:
-            single.append(j)
-        elif j.type in ('planar', 'floating'):
-            multi.append(j)
-    single.sort(key=lambda j: j.v_index)
+    single = model.single_dof_joints()
+    mimics = [j for j in model.joints if j.mimic is not None]
+    multi = [j for j in model.joints if j.type in ('planar', 'floating') and j.mimic is None
+             and not (j.name == rbd.FLOATING_BASE_JOINT and model.floating_base)]
     slot = {j.name: i for i, j in enumerate(single)}
     q_index = np.array([j.q_index for j in single], dtype=int)
     v_index = np.array([j.v_index for j in single], dtype=int)

@@ -101,8 +101,7 @@ class Simulator:
         else:
             self.points, self.notes = [], []
         nv, nq = model.nv, model.nq
-        rows = [j for j in model.joints if j.q_index is not None and j.nq == 1 and j.nv == 1
-                and j.type in ('revolute', 'continuous', 'prismatic')]
+        rows = model.single_dof_joints()
         self.row_v = np.array([j.v_index for j in rows], dtype=np.int64)
         self.row_q = np.array([j.q_index for j in rows], dtype=np.int64)
         maxrows = 2 * len(rows) + 3 * len(self.points)
@@ -187,10 +186,7 @@ class Simulator:
 
     @q.setter
     def q(self, value):
-        value = np.asarray(value, dtype=float)
-        if value.shape != self._q.shape:
-            raise ValueError(f'q must have {self._q.shape[0]} values, got {value.shape}')
-        self._q[:] = value
+        _assign(self._q, value, 'q')
 
     @property
     def v(self) -> np.ndarray:
@@ -198,10 +194,7 @@ class Simulator:
 
     @v.setter
     def v(self, value):
-        value = np.asarray(value, dtype=float)
-        if value.shape != self._v.shape:
-            raise ValueError(f'v must have {self._v.shape[0]} values, got {value.shape}')
-        self._v[:] = value
+        _assign(self._v, value, 'v')
 
     @property
     def applied(self) -> np.ndarray:
@@ -314,3 +307,11 @@ class Simulator:
                 d = np.cross(a, d)
             out.append((c.link, centre + c.radius * d))
         return out
+
+
+def _assign(state: np.ndarray, value, name: str) -> None:
+    """state[:] = value, checked: ValueError when its length differs."""
+    value = np.asarray(value, dtype=float)
+    if value.shape != state.shape:
+        raise ValueError(f'{name} must have {state.shape[0]} values, got {value.shape}')
+    state[:] = value

@@ -263,7 +263,7 @@ def point_rows(body_int, body_float, ws, body, px, py, pz, sf, J_int):
     """J_int (3 x nv_int) = the velocity of the world point p, fixed to ``body``, along the
     ground's normal and its two tangents: for every joint above the body, its world motion
     column [v_o; w] (about the world origin) gives the point's velocity v_o + w x p. After
-    body_placements."""
+    body_placements. (kinematics.frame_jacobian's walk, projected at a point: other output.)"""
     s = body_int.shape[0] * WS_COLS
     S, col = s + SCRATCH_MOTION, s + SCRATCH_MOTION_2
     J_int[:, :] = 0.0
