@@ -235,6 +235,7 @@ class SimNode(RbdNode):
         self.sim_time = 0.0
         self.steps = 0
         self.divergence_resets = 0
+        self.unconverged_solves = 0     # steps whose row solver ran out of sweeps
         self.saturated = 0              # commands clipped at an effort limit
         self.paused = False
         self.awaiting_command = False   # lockstep: a state was published, no command since
@@ -593,6 +594,7 @@ class SimNode(RbdNode):
         sim = rt.sim
         t0 = time.perf_counter()
         self.set_drives(rt)
+        unconverged = sim.unconverged_solves
         left = self.substeps
         while left > 0:
             steps = left
@@ -615,11 +617,25 @@ class SimNode(RbdNode):
         self.steps += self.substeps
         self.sim_time = round(self.steps * self.dt, 12)
         sim.t = self.sim_time
+        unconverged = sim.unconverged_solves - unconverged
+        if unconverged:
+            self._solver_ran_out(unconverged)
         applied = sim.applied[rt.robot.v_index]
         limit = rt.robot.effort_limit
         if self.params['effort_limits']:
             self.saturated += int(np.count_nonzero(np.abs(applied) >= limit * (1 - 1e-12)))
         self.publish_state(rt, applied)
+
+    def _solver_ran_out(self, count: int) -> None:
+        """Counts the row solves that ran out of sweeps (Simulator.unconverged_solves): in their
+        steps friction, limits, drives and contacts held only approximately."""
+        self.unconverged_solves += count
+        self.get_logger().warning(
+            f'the row solver (joint friction and limits, drives, contacts) ran out of sweeps '
+            f'before converging, {self.unconverged_solves} time'
+            f'{"s" if self.unconverged_solves != 1 else ""} so far (last at t = '
+            f'{self.sim_time:.3f} s): those steps hold them only approximately '
+            '(unconverged_solves in /diagnostics)', throttle_duration_sec=10.0)
 
     def _reset_after_divergence(self, rt: Runtime) -> None:
         """Back to the initial state (commands kept: no wait_for_command hold again)."""
@@ -752,6 +768,7 @@ class SimNode(RbdNode):
         wall = max(time.monotonic() - self._wall_t0, 1e-9)
         extra = {'sim_time': f'{self.sim_time:.3f}', 'steps': str(self.steps),
                  'divergence_resets': str(self.divergence_resets),
+                 'unconverged_solves': str(self.unconverged_solves),
                  'saturated_commands': str(self.saturated),
                  'paused': str(self.paused).lower(),
                  'integrator': self.params['integrator'],

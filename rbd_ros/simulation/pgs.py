@@ -14,10 +14,10 @@ SOFT     a spring-damper acting along the row: impulse b - a (J_r v), kept in [l
 TANGENT  two rows (r, r + 1), a contact's tangent plane: Coulomb friction in a disk,
          |lam_t| <= fric_r lam_normal (the normal row is partner[r]), holding the contact
          still when the disk allows it (stiction), else on the disk's rim against the
-         contact's resulting sliding velocity (maximal dissipation, ``sliding_impulse``: the
-         impulse that would stop the contact, scaled to the rim, points elsewhere when G's
-         2 x 2 block is not isotropic, and a sliding box then felt 2% less friction than
-         mu N).
+         contact's resulting sliding velocity (maximal dissipation, ``sliding_impulse``; not
+         the impulse that would stop the contact scaled to the rim, which points elsewhere
+         when G's 2 x 2 block is not isotropic: a sliding box would feel 2% less friction
+         than mu N).
 
 Gauss-Seidel alone converges slowly when G is ill-conditioned (a light wrist under a heavy
 shoulder: ~150 sweeps for an arm held by stiction), so after sweeps 1, 2, 4, 8, ... the rows are

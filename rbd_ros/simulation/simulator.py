@@ -203,7 +203,20 @@ class Simulator:
         return self._out[:self.model.nv].copy()
 
     @property
+    def unconverged_solves(self) -> int:
+        """Row solves (pgs.py: joint friction and limits, drives, contacts) that ran out of
+        ``solver_sweeps`` before reaching ``solver_tolerance``, since the simulator was made.
+        A step solves once, twice when a drive nears its speed limit (a trial solve first);
+        after an unconverged solve it goes on with the last iterate's impulses, so its
+        friction, limits, drives and contacts hold only approximately. sim_node reports it in
+        /diagnostics (``unconverged_solves``) and logs a WARN (throttled)."""
+        return int(self._stats[L.STAT_UNCONVERGED])
+
+    @property
     def solver_stats(self) -> dict:
+        """The row solver since the simulator was made: ``steps``, ``unconverged_solves``
+        (above), ``max_sweeps`` (the most one solve took, at most
+        ``solver_sweeps``) and ``rows`` (in the last solve)."""
         s = self._stats
         return {'steps': int(s[L.STAT_STEPS]), 'unconverged_solves': int(s[L.STAT_UNCONVERGED]),
                 'max_sweeps': int(s[L.STAT_MAX_SWEEPS]), 'rows': int(s[L.STAT_ROWS])}

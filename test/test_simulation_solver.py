@@ -1,0 +1,64 @@
+"""The simulator's row solver says when it runs out of sweeps: Simulator.unconverged_solves
+(and solver_stats) count it, sim_node reports it in /diagnostics."""
+import functools
+import pathlib
+
+import numpy as np
+import pytest
+
+import rbd_ros.dynamics as rbd
+from rbd_ros.simulation import SimOptions, Simulator
+
+ROBOTS = pathlib.Path(__file__).resolve().parents[1] / 'rbd_ros' / 'robots'
+ARM = str(ROBOTS / 'rbd_arm7.urdf')
+SOLO = str(ROBOTS / 'solo12.urdf')
+POSE = np.array([0.3, 0.7, -0.4, 1.2, 0.5, -0.8, 0.2])
+FEET = tuple(f'{leg}_FOOT 0 0 0 0.0075' for leg in ('FL', 'FR', 'HL', 'HR'))
+
+
+def _arm_driven(sweeps):
+    """The arm's drives pulling every joint 0.3 rad away, against its friction: drive and
+    friction rows coupled through M, which Gauss-Seidel needs tens of sweeps for."""
+    sim = Simulator(rbd.Model.from_urdf(ARM), q0=POSE, options=SimOptions(solver_sweeps=sweeps))
+    sim.set_drives(kp=50.0, kd=1.0, q_ref=POSE + 0.3)
+    assert sim.advance(300)
+    return sim
+
+
+def test_a_solver_short_of_sweeps_is_counted():
+    sim = _arm_driven(1)
+    stats = sim.solver_stats
+    assert sim.unconverged_solves == stats['unconverged_solves'] > 100
+    assert stats['max_sweeps'] == 1 and stats['steps'] == 300
+
+
+def test_with_its_default_budget_the_solver_converges():
+    sim = _arm_driven(SimOptions().solver_sweeps)
+    assert sim.unconverged_solves == 0
+    assert 1 < sim.solver_stats['max_sweeps'] <= SimOptions().solver_sweeps
+
+
+def test_sim_node_reports_unconverged_solves_in_diagnostics(ros, monkeypatch):
+    pytest.importorskip('rclpy')
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    import rbd_ros.nodes.sim as sim_module
+    from conftest import wait_until
+    monkeypatch.setattr(sim_module, 'SimOptions', functools.partial(SimOptions, solver_sweeps=1))
+    diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
+    node = ros.start(sim_module.SimNode, {
+        'robot_description_file': SOLO, 'floating_base': True, 'contact_points': list(FEET),
+        'initial_base_pose': [0.0, 0.0, 0.3, 0.0, 0.0, 0.0, 1.0], 'real_time_factor': 0.0,
+        'diagnostics_period': 0.2})
+
+    def reported():
+        for msg in list(diagnostics):
+            for status in msg.status:
+                values = {kv.key: kv.value for kv in status.values}
+                if int(values.get('unconverged_solves', '0')) > 0:
+                    return True
+        return False
+
+    wait_until(reported, timeout=60, what='unconverged_solves > 0 in /diagnostics')
+    assert node.unconverged_solves > 0
+    assert node.extra_diagnostics()['unconverged_solves'] == str(node.unconverged_solves)
