@@ -5,7 +5,7 @@
     tau = rbd.inverse_dynamics(model, q, v, a)
 
 Conventions (vector order [linear; angular], quaternions [x, y, z, w], floating base q[:7],
-v[:6] in the base frame) are those of ../shared/CONVENTIONS.md, documented in the README and
+v[:6] in the base frame) are in docs/conventions.md, the coordinates in detail in
 docs/core.md; PinocchioLayout(model) converts q, v, tau and matrices to and from Pinocchio's
 order and coordinates.
 A Model never changes once built; each call writes into a workspace (Data), the calling

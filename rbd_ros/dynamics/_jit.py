@@ -123,7 +123,10 @@ def compile_lock():
             # why this one seems to hang
             print('rbd_ros: waiting for another process to finish compiling the kernels '
                   '(`warmup` compiles them ahead of time)', file=sys.stderr, flush=True)
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            except KeyboardInterrupt:        # Ctrl-C while waiting: leave, without a traceback
+                raise SystemExit(130) from None
         try:
             yield
         finally:
@@ -221,7 +224,9 @@ def inline_kernel(fn):
 # their arguments, which the caller keeps alive for the duration of the call.
 #
 # The model's tables and the workspace reach a kernel as addresses in one int64 array (the
-# data's handle, layout.H_*): one argument instead of six, since numba's dispatcher costs about
+# data's handle, layout.H_*): one argument instead of the three to five arrays an entry point
+# reads (the model's two tables and the workspace; the zero external wrenches of RNEA and ABA
+# without f_ext; the Coriolis matrix's per-DoF rows), since numba's dispatcher costs about
 # 45 ns per array argument, more than a body's step of RNEA. The Data object that owns the
 # handle keeps those arrays alive.
 if _numba is not None:
