@@ -125,3 +125,15 @@ def test_every_file_opens_with_a_docstring():
     assert 'Every file opens with a docstring' in README
     for path in sorted((ROOT / 'rbd_ros').rglob('*.py')):
         assert ast.get_docstring(ast.parse(path.read_text())), f'{path} has no docstring'
+
+
+def test_numbers_docs_ros_quotes_in_prose_are_the_code_s():
+    pytest.importorskip('rclpy')
+    from rbd_ros.nodes import dynamics
+    from rbd_ros.ros.node import DIAGNOSTICS_PERIOD
+    from rbd_ros.ros.qos import JOINT_STATES_DEPTH
+    assert 'every `diagnostics_period` (1 s;' in ROS_DOC and DIAGNOSTICS_PERIOD.default == 1.0
+    assert 'with a queue of 100' in ROS_DOC and 'depth 100 on joint_states' in ROS_DOC
+    assert JOINT_STATES_DEPTH == 100
+    assert '`compensate_friction` (default true)' in ROS_DOC
+    assert dynamics.PARAMS['compensate_friction'].default is True
