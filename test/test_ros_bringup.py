@@ -59,7 +59,11 @@ def test_demo_runs_and_summarises(tmp_path):
                           env=child_env(), capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    assert 'joint_7' in out and 'summary' in out and 'Traceback' not in proc.stderr
+    assert 'summary' in out and 'Traceback' not in proc.stderr, out + proc.stderr
+    # piped, the live table is one line per tick, per phase (the model's joints go to the log)
+    assert 'joints joint_1, joint_2, joint_3, joint_4, joint_5, joint_6, joint_7' in proc.stderr
+    for phase in ('no payload', '2 kg payload', '2 kg, announced'):
+        assert f'  {phase:<16} t ' in out, out
     worst = {}
     for line in out.splitlines():
         if ' max ' in line and ' RMS ' in line:
