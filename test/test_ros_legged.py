@@ -171,8 +171,13 @@ def test_dynamics_node_says_what_it_waits_for(tmp_path):
         context.try_shutdown()
         proc.send_signal(2)
         out, _ = proc.communicate(timeout=30)
-    waiting = [ln for ln in out.splitlines() if 'waiting for the floating base' in ln]
+    # said once at start-up, and once more when joint_states come without the base's state
+    waiting = [ln for ln in out.splitlines() if "]: waiting for the floating base's state" in ln]
     assert len(waiting) == 1 and '[INFO]' in waiting[0], out
+    still = [ln for ln in out.splitlines()
+             if "joint_states received on /joint_states: still waiting for the floating base's "
+                "state on /rbd_dynamics/base_state (nav_msgs/Odometry)" in ln]
+    assert len(still) == 1 and '[INFO]' in still[0], out
     assert 'stale' not in out, out
 
 
