@@ -1,4 +1,12 @@
-"""Shared fixtures for the ROS 2 tests (test_ros_*.py).
+"""Shared fixtures for the ROS 2 tests (test_ros_*.py), the markers and the cache warm-up.
+
+Markers (registered in pytest.ini, --strict-markers): ``ros`` is applied here to every test
+that needs rclpy (ROS_FILES, test_ros_*.py, any test using the ``ros`` fixture; a few others
+carry it explicitly), ``slow`` to the tests listed in SLOW. When the tests selected for a run
+include one that starts rbd_ros in a subprocess or a node (WARM_FILES, ``ros``), numba's cache
+is warmed once, before the first test, with ``python -m rbd_ros.warmup`` (about 3 s when
+warm, a minute or two cold): a node subprocess that compiled its kernels at start-up would
+miss the tests' discovery timeouts. RBD_ROS_TEST_WARMUP=0 skips it.
 
 Every test process gets a private DDS domain id (a lock file per id, so two test runs on one
 machine never share one), discovery is limited to localhost, Fast DDS uses UDP only (no
@@ -9,6 +17,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import subprocess
 import sys
 import tempfile
 import threading
@@ -65,6 +74,81 @@ def js(names, position=(), velocity=(), effort=(), sec=0, nanosec=0):
 def pytest_configure(config):
     # the first ROS message import makes lark warn about sre_parse/sre_constants
     config.addinivalue_line('filterwarnings', "ignore:module 'sre_:DeprecationWarning")
+
+
+# ---- markers -----------------------------------------------------------------------------
+#: files whose every test needs rclpy (besides test_ros_*.py): they import it at module level
+ROS_FILES = {'test_docs_commands.py', 'test_analyze.py'}
+
+#: the tests over ~10 s each on the 2-core machine (a file name: all of its tests). Measured
+#: with --durations=0 on a warm cache (2026-11-25), seconds in the comments.
+SLOW = {
+    'test_docs_commands.py::test_every_docs_command_runs',      # every docs command: minutes
+    'test_dynamics_identities.py::test_interpreted_and_compiled_paths_agree',   # 30
+    'test_ros_legged.py::test_solo12_stands_for_10_s_in_closed_loop_with_dynamics_node',  # 28
+    'test_benchmarks.py::test_campaign_smoke',                  # 21
+    'test_ros_cli.py::test_param_call_echo_and_list_against_a_running_sim',    # 18
+    'test_ros_feedforward.py::test_an_unknown_payload_feedback_laws_beat_feedforward_alone',  # 16
+    'test_ros_bringup.py::test_demo_runs_and_summarises',       # 15
+    'test_benchmarks.py::test_node_bench_smoke',                # 13
+    'test_benchmarks.py::test_analyze_bench_smoke',             # 10
+    'test_analyze.py::test_dask_workers_and_a_scheduler_give_the_serial_numbers',  # 10
+}
+
+
+def _is_slow(item):
+    name = item.path.name
+    return name in SLOW or item.nodeid.split('/')[-1] in SLOW \
+        or item.nodeid.split('/')[-1].split('[')[0] in SLOW
+
+
+@pytest.hookimpl(tryfirst=True)     # before -m deselects by them
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        if name.startswith('test_ros_') or name in ROS_FILES or 'ros' in item.fixturenames:
+            item.add_marker(pytest.mark.ros)
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
+
+
+# ---- numba cache warm-up -----------------------------------------------------------------
+#: files whose tests start rbd_ros in subprocesses with a timeout (besides the `ros` tests)
+WARM_FILES = {'test_benchmarks.py', 'test_inspect.py', 'test_warmup.py', 'test_readme.py'}
+
+
+def _needs_warm_cache(items):
+    return any(item.get_closest_marker('ros') is not None or item.path.name in WARM_FILES
+               for item in items)
+
+
+def pytest_collection_finish(session):
+    """Warm numba's cache once for this run, after collection and deselection, when a selected
+    test starts node or rbd_ros subprocesses (they would compile their kernels at start-up, for
+    longer than the tests wait for them). In this process's environment: a NUMBA_CACHE_DIR
+    set for the run is the one warmed, and the one the subprocesses inherit."""
+    config = session.config
+    if (config.option.collectonly or not session.items
+            or os.environ.get('RBD_ROS_TEST_WARMUP', '1') == '0'
+            or os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0')
+            or os.environ.get('NUMBA_DISABLE_JIT', '') not in ('', '0')
+            or not _needs_warm_cache(session.items)):
+        return
+    reporter = config.pluginmanager.get_plugin('terminalreporter')
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, '-m', 'rbd_ros.warmup'], cwd=ROOT,
+                          capture_output=True, text=True, timeout=1800)
+    took = time.monotonic() - start
+    if done.returncode != 0:
+        # the tests that compile will fail with the reason; say it once here too
+        message = (f'rbd_ros.warmup failed (exit {done.returncode}) after {took:.1f} s:\n'
+                   + (done.stdout + done.stderr)[-3000:])
+    else:
+        message = f'rbd_ros: numba cache warmed in {took:.1f} s (python -m rbd_ros.warmup)'
+    if reporter is not None:
+        reporter.write_line(message)
+    else:
+        print(message, file=sys.stderr)
 
 class RosHarness:
     """A fresh Context on the private domain, an executor spinning in a thread, and helpers to

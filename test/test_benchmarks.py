@@ -53,6 +53,7 @@ def test_sim_bench_smoke():
             assert row[4] not in ('', '-') and row[6] not in ('', '-'), result.stdout
 
 
+@pytest.mark.ros
 def test_node_bench_smoke():
     pytest.importorskip('rclpy')
     result = run_smoke('benchmarks.node_bench')
@@ -68,6 +69,7 @@ def test_node_bench_smoke():
     assert any(label.startswith('start-up to first torque') for label in rows), result.stdout
 
 
+@pytest.mark.ros
 def test_campaign_smoke():
     """The fuzz and soak campaign, seconds long: a few thousand fuzzed joint_states as bytes and
     as bad fields into dynamics_node, description reloads, fuzzed (and blowing-up) commands
@@ -83,6 +85,7 @@ def test_campaign_smoke():
     assert rows['non-finite outputs received / dropped by the nodes'] == ['0 / 0']
 
 
+@pytest.mark.ros
 def test_analyze_bench_smoke():
     """The offline analysis end to end on logs it writes: both analysis rows, the stages'
     shares adding up, the inverse-dynamics rows and the 1- and 2-worker rows."""
