@@ -2,11 +2,12 @@
 
 Markers (registered in pytest.ini, --strict-markers): ``ros`` is applied here to every test
 that needs rclpy (ROS_FILES, test_ros_*.py, any test using the ``ros`` fixture; a few others
-carry it explicitly), ``slow`` to the tests listed in SLOW. When the tests selected for a run
-include one that starts rbd_ros in a subprocess or a node (WARM_FILES, ``ros``), numba's cache
-is warmed once, before the first test, with ``python -m rbd_ros.warmup`` (about 3 s when
-warm, a minute or two cold): a node subprocess that compiled its kernels at start-up would
-miss the tests' discovery timeouts. RBD_ROS_TEST_WARMUP=0 skips it.
+carry it explicitly), ``slow`` to the tests listed in SLOW. When a run includes tests that
+start rbd_ros in a subprocess or a node (WARM_FILES, ``ros``), numba's cache is warmed once
+with ``python -m rbd_ros.warmup`` (2-4 s when warm, about a minute cold on 2 cores): before
+collection when the command line names a directory or such a file, else once the selected
+tests are known. A node subprocess that compiled its kernels at start-up would miss the
+tests' discovery timeouts. RBD_ROS_TEST_WARMUP=0 skips it.
 
 Every test process gets a private DDS domain id (a lock file per id, so two test runs on one
 machine never share one), discovery is limited to localhost, Fast DDS uses UDP only (no
@@ -122,18 +123,28 @@ def _needs_warm_cache(items):
                for item in items)
 
 
-def pytest_collection_finish(session):
-    """Warm numba's cache once for this run, after collection and deselection, when a selected
-    test starts node or rbd_ros subprocesses (they would compile their kernels at start-up, for
-    longer than the tests wait for them). In this process's environment: a NUMBA_CACHE_DIR
-    set for the run is the one warmed, and the one the subprocesses inherit."""
-    config = session.config
-    if (config.option.collectonly or not session.items
-            or os.environ.get('RBD_ROS_TEST_WARMUP', '1') == '0'
+def _arg_needs_warm_cache(arg):
+    """A command-line path (a directory, or a file of ROS or subprocess tests)."""
+    path = pathlib.Path(str(arg).split('::')[0])
+    return path.is_dir() or path.name.startswith('test_ros_') or path.name in ROS_FILES \
+        or path.name in WARM_FILES
+
+
+_warmed = []
+
+
+def _no_warmup(config):
+    return (config.option.collectonly or os.environ.get('RBD_ROS_TEST_WARMUP', '1') == '0'
             or os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0')
-            or os.environ.get('NUMBA_DISABLE_JIT', '') not in ('', '0')
-            or not _needs_warm_cache(session.items)):
+            or os.environ.get('NUMBA_DISABLE_JIT', '') not in ('', '0'))
+
+
+def _warm_up(config):
+    """python -m rbd_ros.warmup once, in this process's environment: a NUMBA_CACHE_DIR set for
+    the run is the one warmed, and the one the node subprocesses inherit."""
+    if _warmed:
         return
+    _warmed.append(True)
     reporter = config.pluginmanager.get_plugin('terminalreporter')
     start = time.monotonic()
     done = subprocess.run([sys.executable, '-m', 'rbd_ros.warmup'], cwd=ROOT,
@@ -149,6 +160,24 @@ def pytest_collection_finish(session):
         reporter.write_line(message)
     else:
         print(message, file=sys.stderr)
+
+
+def pytest_sessionstart(session):
+    """Before collection when the run names a directory or a file of ROS or subprocess tests:
+    importing the test modules would otherwise compile the signature kernels in this process,
+    one after the other, before a later warm-up could compile them on every core."""
+    if not _no_warmup(session.config) and any(map(_arg_needs_warm_cache, session.config.args)):
+        _warm_up(session.config)
+
+
+def pytest_collection_finish(session):
+    """Otherwise after collection and deselection, when a selected test starts node or rbd_ros
+    subprocesses (they would compile their kernels at start-up, for longer than the tests
+    wait for them: discovery timeouts from a cold cache)."""
+    if not (_no_warmup(session.config) or not session.items
+            or not _needs_warm_cache(session.items)):
+        _warm_up(session.config)
+
 
 class RosHarness:
     """A fresh Context on the private domain, an executor spinning in a thread, and helpers to
