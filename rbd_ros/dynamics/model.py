@@ -246,6 +246,21 @@ class Model:
                           for w in fatal])
         self._thread = ThreadData(self)       # each thread's default workspace
 
+    def __getstate__(self):
+        """Pickle everything but the per-thread workspaces (made again on first use), and say
+        which arrays are read-only: numpy does not keep that flag through pickle."""
+        state = {k: v for k, v in self.__dict__.items() if k != '_thread'}
+        state['_read_only_arrays'] = [k for k, v in state.items()
+                                      if isinstance(v, np.ndarray) and not v.flags.writeable]
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        for name in state.pop('_read_only_arrays'):
+            state[name].setflags(write=False)
+        self.__dict__.update(state)
+        self._thread = ThreadData(self)
+
     # ------------------------------------------------------------------------------------
     @classmethod
     def from_urdf(cls, path_or_xml, floating_base=False, gravity=(0.0, 0.0, -9.81),
