@@ -260,10 +260,13 @@ class Simulator:
             if not self._finite(q_free, v_free):
                 return False
             if self._near_speed_limit(v_free):
-                q_new, v_new = self._joints(q_free, v_free, limits=False)
-                limited = self._drive_speed_limit(q_free, v_new, tau)
-                if limited is not None:   # the drives give up what would overspeed the joints
-                    tau = limited
+                command = tau
+                for _ in range(2):        # the second pass corrects the first's linearisation
+                    q_new, v_new = self._joints(q_free, v_free, limits=False)
+                    limited = self._drive_speed_limit(q_free, v_new, command, tau)
+                    if limited is None:
+                        break
+                    tau = limited         # the drives give up what would overspeed the joints
                     q_free, v_free = self._free_step(self.q, self.v, tau, f_ext)
             self.applied = tau
             q_new, v_new = self._joints(q_free, v_free)
@@ -315,32 +318,39 @@ class Simulator:
         return bool(self.options.velocity_limits and len(rows.v)
                     and np.any(np.abs(v_free[rows.v]) > 0.5 * rows.velocity))
 
-    def _drive_speed_limit(self, q, v_end, tau):
+    def _drive_speed_limit(self, q, v_end, tau_cmd, tau):
         """A drive limits its joint's speed by giving up torque, as a real one does: the
-        torques, reduced (never reversed) where they would take a joint past its velocity
-        limit by the end of this step (v_end: with damping and friction); None when no joint
-        would go past it."""
+        torques of the last pass (which ended at v_end, with damping and friction), changed
+        where a joint would go past its velocity limit by the end of this step, each between
+        zero and its command; None when nothing changes."""
         rows = self.rows
         if not self.options.velocity_limits or len(rows.v) == 0:
             return None
-        vf, tr, vmax = v_end[rows.v], tau[rows.v], rows.velocity
-        over = np.nonzero((np.abs(vf) > vmax) & (np.sign(tr) == np.sign(vf)) & (tr != 0))[0]
-        if len(over) == 0:
+        vf, tc, vmax = v_end[rows.v], tau_cmd[rows.v], rows.velocity
+        near = np.nonzero((np.abs(vf) > 0.5 * vmax) & (np.sign(tc) == np.sign(vf))
+                          & (tc != 0))[0]
+        idx = rows.v[near]
+        if not np.any((np.abs(vf[near]) > vmax[near]) | (tau[idx] != tc[near])):
             return None
         dt = self.options.dt
         W = rbd.mass_matrix(self.model, q, data=self.data)
         if self.options.damping:
             W[np.diag_indices_from(W)] += dt * self.model.damping
-        G = np.linalg.inv(W)
-        idx = rows.v[over]
-        target = np.sign(vf[over]) * vmax[over]
-        # the torque change that brings these joints to their limit speed (v changes by
-        # about dt M^-1 dtau), kept between giving up all of the drive's torque and none
-        delta = np.linalg.solve(dt * G[np.ix_(idx, idx)], target - vf[over])
-        delta = np.where(tr[over] > 0, np.clip(delta, -tr[over], 0.0),
-                         np.clip(delta, 0.0, -tr[over]))
+        A = dt * np.linalg.inv(W)[np.ix_(idx, idx)]
+        target = np.sign(vf[near]) * vmax[near] - vf[near]
+        # the torque change x that holds these joints at their limit speed, never more push
+        # than the command: min 1/2 x^T A x - target^T x with s x <= s (command - tau), s the
+        # command's sign; solved exactly by trying every set of drives held at that bound
+        # (the KKT conditions pick the one solution; the compiled step iterates instead)
+        s = np.sign(tc[near])
+        bound = s * (tc[near] - tau[idx])
+        x = _box_qp(s[:, None] * A * s[None, :], s * target, bound) * s
+        new = tau[idx] + x
+        new = np.where(tc[near] > 0, np.clip(new, 0.0, tc[near]), np.clip(new, tc[near], 0.0))
+        if np.array_equal(new, tau[idx]):
+            return None
         limited = tau.copy()
-        limited[idx] += delta
+        limited[idx] = new
         return limited
 
     def _joints(self, q_free, v_free, limits=True):
@@ -389,3 +399,22 @@ class Simulator:
         q_new = rbd.integrate(model, q_free, v_new - v_free, theta * dt, data=self.data)
         return q_new, v_new
 
+
+def _box_qp(A, t, u):
+    """argmin 1/2 y^T A y - t^T y subject to y <= u (A symmetric positive definite): the set
+    of rows at their bound that satisfies the KKT conditions, found by trying every set."""
+    import itertools
+    n = len(t)
+    for k in range(n + 1):
+        for held in itertools.combinations(range(n), k):
+            held = list(held)
+            free = [r for r in range(n) if r not in held]
+            y = np.array(u, dtype=float)
+            if free:
+                y[free] = np.linalg.solve(A[np.ix_(free, free)],
+                                          t[free] - A[np.ix_(free, held)] @ y[held])
+            multiplier = t - A @ y             # >= 0 where held, 0 where free
+            if np.all(y[free] <= u[free] + 1e-12 * (1 + np.abs(u[free]))) and \
+                    np.all(multiplier[held] >= -1e-12 * (1 + np.abs(t[held]))):
+                return y
+    raise np.linalg.LinAlgError('box QP: no KKT point (A not positive definite?)')

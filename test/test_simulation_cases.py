@@ -237,9 +237,10 @@ def test_coupled_drives_each_hold_their_speed_limit_by_giving_up_effort(signs):
     both driven hard past their speed limits (1.0 and 1.5 rad/s) at once: every step ends
     with each joint within its limit (measured: 1e-15 over; bound 1e-9), each drive only
     gives up effort (the applied effort has the command's sign and at most its size), both
-    joints reach their limits within 0.1 s and stay there (to 1e-5: the drives give up effort
-    on a linearisation of the step, and a joint can lag its limit by 4e-6 rad/s for a few
-    steps when the holding torque changes sign), and the speed-limit rows never add energy
+    joints reach their limits within 0.1 s and stay there (to 2e-4: the drives give up effort
+    on a linearisation of the step; while the shoulder gives up all 30 N m and its limit row
+    brakes it, the RK4 step's curvature in that change leaves the elbow up to 1.0e-4 rad/s
+    below its limit, measured), and the speed-limit rows never add energy
     (what they took: <= 0 each step, to rounding)."""
     model, command, rows = _drive_hard(signs)
     M = rbd.mass_matrix(model, np.zeros(2))
@@ -250,19 +251,10 @@ def test_coupled_drives_each_hold_their_speed_limit_by_giving_up_effort(signs):
         assert np.all(applied * command >= 0.0) and np.all(np.abs(applied) <= 30.0 + 1e-9), k
         assert took <= 1e-9, (k, took)
     speeds = np.array([v for _, v, _, _ in rows[100:]])
-    assert np.allclose(speeds, vmax * np.array(signs), rtol=0, atol=1e-5)
+    assert np.allclose(speeds, vmax * np.array(signs), rtol=0, atol=2e-4)
 
 
-@pytest.mark.parametrize('signs', [
-    pytest.param((1, 1), marks=pytest.mark.xfail(strict=True, reason=(
-        'speed_limited_effort (simulation/step.py) solves the coupled drives\' effort changes '
-        'unconstrained, then clips each to [give up all, give up none]: here the shoulder\'s '
-        'solution is to push harder (the elbow giving up effort slows it through M01), so it '
-        'is clipped to "none" and keeps all 30 N m against its speed limit, and the limit row '
-        'brakes it: the rows dissipate ~40 W, 40 J of the drives\' 41 J over 3 s, where '
-        'holding the speed needs under 2 N m (a box-constrained solve, or re-solving without '
-        'the clipped drives, would give it up)'))),
-    (1, -1)], ids=['same', 'opposite'])
+@pytest.mark.parametrize('signs', [(1, 1), (1, -1)], ids=['same', 'opposite'])
 def test_coupled_drives_at_their_speed_limits_push_no_harder_than_holding_it_needs(signs):
     """Once both joints run at their limits (constant speeds: a = 0), holding them takes
     tau = C(q, v) v (rbd.nonlinear_effects; no gravity torque about vertical axes). A drive
@@ -272,7 +264,7 @@ def test_coupled_drives_at_their_speed_limits_push_no_harder_than_holding_it_nee
     torque changes by ~1e-3 N m over a step); the clipped case is 30 N m off."""
     model, command, rows = _drive_hard(signs)
     vmax = model.velocity_limits
-    held = [row for row in rows[100:] if np.allclose(np.abs(row[1]), vmax, rtol=0, atol=1e-5)]
+    held = [row for row in rows[100:] if np.allclose(np.abs(row[1]), vmax, rtol=0, atol=2e-4)]
     assert len(held) == len(rows) - 100
     for k, (q, v, applied, _) in enumerate(held):
         need = rbd.nonlinear_effects(model, q, v)

@@ -318,22 +318,35 @@ def contact_point(ws, sf, si, p, out):
     out[3] = nx * out[0] + ny * out[1] + nz * out[2] - sf[L.HEIGHT]
 
 
+#: Gauss-Seidel sweeps at most for the drives' give-up (a handful of coupled drives converge in
+#: tens; the last sweep's answer is within its bounds whatever happens)
+SPEED_LIMIT_SWEEPS = 500
+#: passes of the drives' give-up per step (the second corrects the first's linearisation)
+SPEED_LIMIT_PASSES = 2
+
+
 @kernel
-def speed_limited_effort(h, si, sf, q, v_end, tau, work):
-    """A drive limits its joint's speed by giving up effort, as a real one does: tau, reduced
-    (never reversed) where it would take a joint past its velocity limit by the end of this
-    step (v_end: with damping and friction). False when no joint would go past it."""
+def speed_limited_effort(h, si, sf, q, v_end, tau_cmd, tau, work):
+    """A drive limits its joint's speed by giving up effort, as a real one does: tau (the
+    efforts of the step's last pass, which ended at v_end with damping and friction) changed
+    where a joint would go past its velocity limit by the end of this step, each drive's
+    effort kept between zero and its command tau_cmd. False when nothing changes."""
     nv, dt = si[L.NV], sf[L.DT]
     nr, rv, lim = si[L.NROWS], si[L.ROWS_V_AT], si[L.ROW_LIMITS_AT]
+    # the drives that push their joints on toward the limit: those past it, those near it
+    # (another drive's give-up can take a coupled joint past its limit), and those that gave
+    # up effort in an earlier pass (they may take some back)
     over = np.empty(nr, dtype=np.int64)
     n = 0
+    act = False
     for r in range(nr):
         i = si[rv + r]
-        vf, tr, vmax = v_end[i], tau[i], sf[lim + 4 * r + 2]
-        if abs(vf) > vmax and tr != 0.0 and np.sign(tr) == np.sign(vf):
+        vf, tc, vmax = v_end[i], tau_cmd[i], sf[lim + 4 * r + 2]
+        if abs(vf) > 0.5 * vmax and tc != 0.0 and np.sign(tc) == np.sign(vf):
             over[n] = r
             n += 1
-    if n == 0:
+            act = act or abs(vf) > vmax or tau[i] != tc
+    if not act:
         return False
     W = np.empty((nv, nv))
     mass_matrix(h, si, sf, q, W, work)
@@ -342,11 +355,17 @@ def speed_limited_effort(h, si, sf, q, v_end, tau, work):
             W[i, i] += dt * sf[si[L.PER_V_AT] + i]
     if not cholesky_in_place(W):
         return False
-    # the torque change that brings these joints to their limit speed (v changes by about
-    # dt W^-1 dtau), kept between giving up all of the drive's torque and none
+    # the torque change x that brings these joints to their limit speed (v changes by about
+    # dt W^-1 x): never more push than the command, and where it holds back, it holds the
+    # joint at its limit speed: a box-constrained quadratic program (min 1/2 x^T A x -
+    # x^T target, A SPD), solved by projected Gauss-Seidel. Its part down to zero effort is
+    # the drive's give-up; any more is braking the speed-limit row does, which the other
+    # drives' give-up must count on (coupled joints) though the drive does not apply it.
     col = np.empty(nv)
     A = np.empty((n, n))
-    delta = np.empty(n)
+    target = np.empty(n)
+    low = np.empty(n)
+    high = np.empty(n)
     for c in range(n):
         col[:] = 0.0
         col[si[rv + over[c]]] = 1.0
@@ -355,17 +374,32 @@ def speed_limited_effort(h, si, sf, q, v_end, tau, work):
             A[r, c] = dt * col[si[rv + over[r]]]
     for r in range(n):
         i = si[rv + over[r]]
-        delta[r] = np.sign(v_end[i]) * sf[lim + 4 * over[r] + 2] - v_end[i]
-    if not cholesky_in_place(A):
-        return False
-    cholesky_solve(A, delta)
+        target[r] = np.sign(v_end[i]) * sf[lim + 4 * over[r] + 2] - v_end[i]
+        if tau_cmd[i] > 0.0:
+            low[r], high[r] = -np.inf, tau_cmd[i] - tau[i]
+        else:
+            low[r], high[r] = tau_cmd[i] - tau[i], np.inf
+    delta = np.zeros(n)
+    for _ in range(SPEED_LIMIT_SWEEPS):
+        change = 0.0
+        for r in range(n):
+            residual = target[r]
+            for c in range(n):
+                residual -= A[r, c] * delta[c]
+            new = min(max(delta[r] + residual / A[r, r], low[r]), high[r])
+            change = max(change, abs(new - delta[r]))
+            delta[r] = new
+        if change <= 1e-15 * (1.0 + np.abs(delta).max()):
+            break
+    changed = False
     for r in range(n):
         i = si[rv + over[r]]
-        if tau[i] > 0.0:
-            tau[i] += min(max(delta[r], -tau[i]), 0.0)
-        else:
-            tau[i] += min(max(delta[r], 0.0), -tau[i])
-    return True
+        new = tau[i] + delta[r]
+        new = min(max(new, 0.0), tau_cmd[i]) if tau_cmd[i] > 0.0 else \
+            max(min(new, 0.0), tau_cmd[i])
+        changed = changed or new != tau[i]
+        tau[i] = new
+    return changed
 
 
 @kernel
@@ -673,6 +707,7 @@ def simulate(h, si, sf, q, v, command, f_ext, out, stats, work, iwork, steps):
     q_new, at = _carve(work, at, nq)
     v_new, at = _carve(work, at, n)
     tau, at = _carve(work, at, n)
+    tau_cmd = np.empty(n)
     for _ in range(steps):
         for i in range(nv):                 # 1. saturate
             e = command[L.EFFORT, i]
@@ -680,15 +715,20 @@ def simulate(h, si, sf, q, v, command, f_ext, out, stats, work, iwork, steps):
                 limit = sf[si[L.PER_V_AT] + nv + i]
                 e = min(max(e, -limit), limit)
             tau[i] = e
+            tau_cmd[i] = e
         status = free_step(h, si, sf, q, v, tau, f_ext, q_free, v_free, work, stages)
         if status != OK or not finite_state(si, sf, q_free, v_free):
             return L.STEP_DIVERGED
         if si[L.VELOCITY_LIMITS] == 1 and near_speed_limit(si, sf, v_free):
-            status = joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new, False,
-                                  out, stats, work, iwork)
-            if status != L.STEP_OK:
-                return status
-            if speed_limited_effort(h, si, sf, q_free, v_new, tau, work):
+            # two passes: the second corrects the first's linearisation (a drive that gives up
+            # tens of N m changes the RK4 step by more than its first-order part)
+            for _ in range(SPEED_LIMIT_PASSES):
+                status = joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new,
+                                      False, out, stats, work, iwork)
+                if status != L.STEP_OK:
+                    return status
+                if not speed_limited_effort(h, si, sf, q_free, v_new, tau_cmd, tau, work):
+                    break
                 status = free_step(h, si, sf, q, v, tau, f_ext, q_free, v_free, work, stages)
                 if status != OK or not finite_state(si, sf, q_free, v_free):
                     return L.STEP_DIVERGED
