@@ -16,7 +16,7 @@ store and keep in cache than all 36. D_i is factored in place (L^T D L, spd.py) 
 D_i^-1 is a solve with that factor: a 1-DoF joint's is a product by 1/D_i. Armature (rotor
 inertia reflected through the gear) only adds to D: it belongs to the joint, not to a body.
 """
-from ._jit import inline_kernel, kernel
+from ._jit import borrow, inline_kernel, kernel
 from .checks import OK, SINGULAR, dynamics_status
 from .joints import body_transform, joint_velocity, project_force, symmetric_times_subspace
 from .layout import (ABA_C, ABA_D, ABA_IA, ABA_IA_S, ABA_PA, ABA_u, ACC, ARMATURE,
@@ -119,6 +119,7 @@ def aba(body_int, body_float, ws, q, v, tau, f_ext, qdd):
     status = dynamics_status(body_int, q, v, tau, f_ext)
     if status != OK:
         return status
+    f_ext, qdd = borrow(f_ext), borrow(qdd)    # the helpers bind them: no reference counting
     nb = body_int.shape[0]
     s = nb * WS_COLS                                                  # the scratch row
     zero6(ws, VEL)                                                    # v_0 = 0

@@ -13,7 +13,7 @@ coordinates, in row i of the workspace ``ws`` (see layout.py): X_i, v_i, a_i, f_
 their offsets in it, v_p, a_p, f_p the parent's; ``s`` is the scratch row. The entry points
 that call these kernels are in entry_points.py.
 """
-from ._jit import inline_kernel, kernel
+from ._jit import borrow, inline_kernel, kernel
 from .checks import OK, configuration_status, dynamics_status
 from .joints import body_transform, joint_velocity, project_force
 from .layout import (ACC, ARMATURE, BODY_FLOAT_COLS, FRC, GRAVITY, INERTIA, JTYPE, LI, NVJ, PARENT,
@@ -45,6 +45,7 @@ def rnea(body_int, body_float, ws, q, v, a, f_ext, tau):
     status = dynamics_status(body_int, q, v, a, f_ext)
     if status != OK:
         return status
+    a, f_ext, tau = borrow(a), borrow(f_ext), borrow(tau)  # the helpers bind them: no refcounts
     nb = body_int.shape[0]
     s = nb * WS_COLS
     zero6(ws, VEL)                                                     # v_0 = 0
