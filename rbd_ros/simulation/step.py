@@ -598,11 +598,14 @@ def joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new, limits, 
                         s += J[r, c] * v_unc[c]
                     v0[r] = s
                 unit_transpose_solve(W, dense, Y[r])
-            for a in range(rows):
-                for b in range(a, rows):
+            dinv_y = np.empty(nv)
+            for b in range(rows):
+                for c in range(nv):
+                    dinv_y[c] = W[c, c] * Y[b, c]       # D^-1 Y_b
+                for a in range(b + 1):
                     s = 0.0
                     for c in range(nv):
-                        s += Y[a, c] * W[c, c] * Y[b, c]
+                        s += Y[a, c] * dinv_y[c]
                     G[a, b] = s
                     G[b, a] = s
             # (contacts: velocities to 1e-10 m/s; a box on four corners is statically
