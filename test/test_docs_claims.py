@@ -43,7 +43,7 @@ def test_the_layout_section_names_files_that_exist_and_every_module_of_the_packa
 
 
 #: files whose citation another branch fixes (branch algo rewrites spatial.py): drop on merge
-CITATION_PENDING = {'rbd_ros/dynamics/spatial.py'}
+CITATION_PENDING = set()   # files that still cite the old path (none)
 
 
 def test_conventions_are_cited_where_they_are():

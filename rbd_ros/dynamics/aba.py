@@ -1,30 +1,31 @@
 """Articulated-body algorithm, forward dynamics in O(n) (Featherstone, RBDA Table 7.1).
 
-    pass 1:  v_i = X_i v_p + S_i v_i ;  c_i = v_i x (S_i v_i)
-             IA_i = I_i ;  pA_i = v_i x* I_i v_i - f_ext_i
+    pass 1:  X_i = X_J(q_i) X_T(i) ;  v_i = X_i v_p + S_i qd_i  (vJ = S_i qd_i, v_0 = 0)
+             c_i = v_i x vJ ;  IA_i = I_i ;  pA_i = v_i x* I_i v_i - f_ext_i
     pass 2:  U_i = IA_i S_i ;  D_i = S_i^T U_i + diag(armature_i) ;  u_i = tau_i - S_i^T pA_i
-             Ia = IA_i - U_i D_i^-1 U_i^T ;  pa = pA_i + Ia c_i + U_i D_i^-1 u_i
-             IA_p += X_i^* Ia X_i ;  pA_p += X_i^* pa
-    pass 3:  a'_i = X_i a_p + c_i ;  vdot_i = D_i^-1 (u_i - U_i^T a'_i) ;  a_i = a'_i + S_i vdot_i
-             (a_0 = -g)
+             if p = parent(i) > 0:
+               Ia = IA_i - U_i D_i^-1 U_i^T ;  pa = pA_i + Ia c_i + U_i D_i^-1 u_i
+               IA_p += X_i^* Ia X_i ;  pA_p += X_i^* pa
+    pass 3:  a_0 = -g ;  a'_i = X_i a_p + c_i ;  qdd_i = D_i^-1 (u_i - U_i^T a'_i)
+             a_i = a'_i + S_i qdd_i
 
-Articulated inertias are symmetric 6x6 matrices stored as their upper triangle, row by row
-(21 numbers, see SYM): less to load, store and keep in cache than all 36. Armature (rotor
+X_i, v_i, c_i, IA_i, ... below are the offsets of body i's quantities in its workspace row
+(layout.py), v_p, a_p, IA_p, pA_p its parent's. Articulated inertias are symmetric 6x6
+matrices stored as their upper triangle, row by row (21 numbers, spatial.SYM): less to load,
+store and keep in cache than all 36. D_i is factored in place (L^T D L, spd.py) and every
+D_i^-1 is a solve with that factor: a 1-DoF joint's is a product by 1/D_i. Armature (rotor
 inertia reflected through the gear) only adds to D: it belongs to the joint, not to a body.
 """
-from ._jit import inline_kernel, kernel
-from .checks import BAD_FEXT, OK, SINGULAR, has_nonfinite_2d, state_status
-from .joints import body_transform, joint_velocity, motion_subspace_column, project_force
-from .layout import (ABA_C, ABA_DINV, ABA_IA, ABA_PA, ABA_U, ABA_UU, ACC, ARMATURE, AXIS,
-                     BODY_FLOAT_COLS, GRAVITY, INERTIA, JOINT_PRISMATIC, JOINT_REVOLUTE, JTYPE,
-                     LI, NVJ, PARENT, QIDX, SCRATCH_D, SCRATCH_DOF, SCRATCH_FORCE, SCRATCH_MOTION,
-                     VEL, VIDX, VJ, WS_COLS)
-from .spatial import add_bias_force, congruence, force_to_parent, motion_cross, motion_to_child
-
-
-# SYM[6 r + c]: where entry (r, c) of a packed symmetric 6x6 is (row r holds columns r..5).
-SYM = tuple(min(r, c) * 6 - min(r, c) * (min(r, c) - 1) // 2 + abs(c - r)
-            for r in range(6) for c in range(6))
+from ._jit import borrow, inline_kernel, kernel
+from .checks import OK, SINGULAR, dynamics_status
+from .joints import body_transform, joint_velocity, project_force, symmetric_times_subspace
+from .layout import (ABA_C, ABA_D, ABA_IA, ABA_IA_S, ABA_PA, ABA_u, ACC, ARMATURE,
+                     BODY_FLOAT_COLS, INERTIA, JTYPE, LI, NVJ, PARENT, QIDX, SCRATCH_FORCE, SCRATCH_MOTION,
+                     SCRATCH_U_DINV, VEL, VIDX, VJ, WS_COLS)
+from .rnea import base_acceleration
+from .spatial import (SYM, add6, add_bias_force, congruence, dot6, force_to_parent, motion_cross,
+                      motion_to_child, subtract_row6, symmetric6_times, zero6)
+from .spd import CHAIN, ltdl_factor_at, ltdl_solve_at
 
 
 @inline_kernel
@@ -36,16 +37,6 @@ def inertia_matrix(Y, y, out, o):
     out[o + 11], out[o + 12], out[o + 13], out[o + 14] = m, hy, -hx, 0.0
     out[o + 15], out[o + 16], out[o + 17] = Y[y + 4], Y[y + 5], Y[y + 6]     # I about the origin
     out[o + 18], out[o + 19], out[o + 20] = Y[y + 7], Y[y + 8], Y[y + 9]
-
-
-@inline_kernel
-def symmetric6_times(M, m, x, k, out, o):
-    """out[o:o+6] = M x for the packed symmetric 6x6 M at m."""
-    x0, x1, x2, x3, x4, x5 = x[k], x[k + 1], x[k + 2], x[k + 3], x[k + 4], x[k + 5]
-    for r in range(6):
-        b = 6 * r
-        out[o + r] = (M[m + SYM[b]] * x0 + M[m + SYM[b + 1]] * x1 + M[m + SYM[b + 2]] * x2
-                      + M[m + SYM[b + 3]] * x3 + M[m + SYM[b + 4]] * x4 + M[m + SYM[b + 5]] * x5)
 
 
 @inline_kernel
@@ -86,138 +77,100 @@ def add_articulated_inertia_to_parent(X, x, Ia, ia, acc, a):
                                                       - N[3 * i + j])
 
 
-@inline_kernel
-def articulated_times_subspace(jtype, body_float, j, k, Ia, ia, out, o, scratch, sc):
-    """out[o:o+6] = Ia S_k for column k of the joint's motion subspace (Ia packed). Ia is
-    symmetric, so for a revolute (prismatic) joint, S = [0; a] ([a; 0]), this is a combination
-    of three of its rows: 18 products instead of 36. scratch[sc:sc+6] is scratch."""
-    if jtype == JOINT_REVOLUTE or jtype == JOINT_PRISMATIC:
-        b = 18 if jtype == JOINT_REVOLUTE else 0      # first of the three rows, times 6
-        a0, a1, a2 = body_float[j + AXIS], body_float[j + AXIS + 1], body_float[j + AXIS + 2]
-        for c in range(6):
-            out[o + c] = (a0 * Ia[ia + SYM[b + c]] + a1 * Ia[ia + SYM[b + 6 + c]]
-                          + a2 * Ia[ia + SYM[b + 12 + c]])
-    else:
-        motion_subspace_column(jtype, body_float, j, k, scratch, sc)
-        symmetric6_times(Ia, ia, scratch, sc, out, o)
 
 
 @inline_kernel
-def invert_spd(D, d, n, out, o):
-    """out = D^-1 for a small symmetric positive-definite n x n D (row stride 6), by
-    Gauss-Jordan without pivoting (fine for SPD). Destroys D. False if D is singular."""
-    for r in range(n):
-        for c in range(n):
-            out[o + 6 * r + c] = 1.0 if r == c else 0.0
-    for c in range(n):
-        pivot = D[d + 7 * c]
-        if not pivot > 0.0:
-            return False
-        for b in range(n):
-            D[d + 6 * c + b] /= pivot
-            out[o + 6 * c + b] /= pivot
-        for r in range(n):
-            if r != c:
-                factor = D[d + 6 * r + c]
-                for b in range(n):
-                    D[d + 6 * r + b] -= factor * D[d + 6 * c + b]
-                    out[o + 6 * r + b] -= factor * out[o + 6 * c + b]
-    return True
+def subtract_U_Dinv_UT(ws, IA, U, D, nv, U_Dinv):
+    """IA -= U D^-1 U^T for packed IA, U's nv 6-columns at U and D factored at D (stride 6).
+    U_Dinv (6 nv numbers, scratch) ends holding U D^-1, column k at U_Dinv + 6k. A 1-DoF
+    joint's D^-1 is its factor, the scalar 1/D: a rank-1 update, no solves (most joints)."""
+    if nv == 1:
+        for r in range(6):
+            ur = ws[U + r] * ws[D]
+            ws[U_Dinv + r] = ur
+            for c in range(r, 6):
+                ws[IA + SYM[6 * r + c]] -= ur * ws[U + c]
+        return
+    for k in range(6 * nv):                                   # U_Dinv^T = U^T, then
+        ws[U_Dinv + k] = ws[U + k]
+    for r in range(6):                                        # D^-1 U^T, column by column
+        ltdl_solve_at(ws, D, 6, CHAIN, nv, ws, U_Dinv + r, 6)
+    for r in range(6):
+        for c in range(r, 6):
+            acc = 0.0
+            for k in range(nv):
+                acc += ws[U + 6 * k + r] * ws[U_Dinv + 6 * k + c]
+            ws[IA + SYM[6 * r + c]] -= acc
+
+
+@inline_kernel
+def add_force_and_columns_times(ws, f, C, nv, x, xo, out, o):
+    """out[o:o+6] += ws[f:f+6] + C x[xo:xo+nv] for nv 6-columns C at C (column k at C + 6k)."""
+    for r in range(6):
+        acc = 0.0
+        for k in range(nv):
+            acc += ws[C + 6 * k + r] * x[xo + k]
+        out[o + r] += ws[f + r] + acc
 
 
 @kernel
-def aba(body_int, body_float, ws, q, v, tau, f_ext, vdot):
-    """vdot = FD(q, v, tau, f_ext). Returns OK or a status code (checks)."""
-    status = state_status(body_int, q, v, tau)
+def aba(body_int, body_float, ws, q, v, tau, f_ext, qdd):
+    """qdd = FD(q, v, tau, f_ext). Returns OK or a status code (checks)."""
+    status = dynamics_status(body_int, q, v, tau, f_ext)
     if status != OK:
         return status
-    if has_nonfinite_2d(f_ext):
-        return BAD_FEXT
+    f_ext, qdd = borrow(f_ext), borrow(qdd)    # the helpers bind them: no reference counting
     nb = body_int.shape[0]
-    s = nb * WS_COLS
-    for k in range(6):
-        ws[VEL + k] = 0.0
-    for i in range(1, nb):                                        # pass 1
-        jtype, j, w = body_int[i, JTYPE], i * BODY_FLOAT_COLS, i * WS_COLS
-        body_transform(body_float, i, jtype, q, body_int[i, QIDX], ws, s)
-        joint_velocity(jtype, body_float, j, v, body_int[i, VIDX], ws, w + VJ, False)  # vJ = S v
-        motion_to_child(ws, w + LI, ws, body_int[i, PARENT] * WS_COLS + VEL, ws, w + VEL)
-        for k in range(6):
-            ws[w + VEL + k] += ws[w + VJ + k]                     # v = X v_p + vJ
-        motion_cross(ws, w + VEL, ws, w + VJ, ws, w + ABA_C)      # c = v x vJ
-        inertia_matrix(body_float, j + INERTIA, ws, w + ABA_IA)   # IA = I
-        for k in range(6):
-            ws[w + ABA_PA + k] = -f_ext[i, k]
-        add_bias_force(body_float, j + INERTIA, ws, w + VEL, ws, w + ABA_PA)  # pA = v x* I v - f_ext
-    D, pa, sf = s + SCRATCH_D, s + SCRATCH_FORCE, s + SCRATCH_DOF
-    for i in range(nb - 1, 0, -1):                                # pass 2
-        jtype, vi, nv, p = body_int[i, JTYPE], body_int[i, VIDX], body_int[i, NVJ], body_int[i, PARENT]
+    s = nb * WS_COLS                                                  # the scratch row
+    zero6(ws, VEL)                                                    # v_0 = 0
+    for i in range(1, nb):                                            # pass 1
+        jtype, vi, p = body_int[i, JTYPE], body_int[i, VIDX], body_int[i, PARENT]
         j, w = i * BODY_FLOAT_COLS, i * WS_COLS
-        for k in range(nv):                                       # U = IA S
-            articulated_times_subspace(jtype, body_float, j, k, ws, w + ABA_IA, ws,
-                                       w + ABA_U + 6 * k, ws, s + SCRATCH_MOTION)
-        for k in range(nv):                                       # D = S^T U + armature
-            project_force(jtype, body_float, j, ws, w + ABA_U + 6 * k, ws, sf)
-            for m in range(nv):
-                ws[D + 6 * m + k] = ws[sf + m]
-            ws[D + 7 * k] += body_float[j + ARMATURE + k]
-        if nv == 1:
-            if not ws[D] > 0.0:
-                return SINGULAR
-            ws[w + ABA_DINV] = 1.0 / ws[D]
-        elif not invert_spd(ws, D, nv, ws, w + ABA_DINV):
+        X_i, v_i, vJ, c_i = w + LI, w + VEL, w + VJ, w + ABA_C
+        IA_i, pA_i, I_i, v_p = w + ABA_IA, w + ABA_PA, j + INERTIA, p * WS_COLS + VEL
+        body_transform(body_float, i, jtype, q, body_int[i, QIDX], ws, s)  # X_i = X_J X_T
+        joint_velocity(jtype, body_float, j, v, vi, ws, vJ, False)         # vJ = S_i qd_i
+        motion_to_child(ws, X_i, ws, v_p, ws, v_i)                         # v_i = X_i v_p
+        add6(ws, vJ, ws, v_i)                                              #       + vJ
+        motion_cross(ws, v_i, ws, vJ, ws, c_i)                             # c_i = v_i x vJ
+        inertia_matrix(body_float, I_i, ws, IA_i)                          # IA_i = I_i
+        zero6(ws, pA_i)
+        add_bias_force(body_float, I_i, ws, v_i, ws, pA_i)                 # pA_i = v_i x* I_i v_i
+        subtract_row6(f_ext, i, ws, pA_i)                                  #        - f_ext_i
+    pa, U_Dinv = s + SCRATCH_FORCE, s + SCRATCH_U_DINV
+    for i in range(nb - 1, 0, -1):                                    # pass 2
+        jtype, vi, p = body_int[i, JTYPE], body_int[i, VIDX], body_int[i, PARENT]
+        nv, j, w = body_int[i, NVJ], i * BODY_FLOAT_COLS, i * WS_COLS
+        X_i, c_i, IA_i, pA_i = w + LI, w + ABA_C, w + ABA_IA, w + ABA_PA
+        U_i, D_i, u_i = w + ABA_IA_S, w + ABA_D, w + ABA_u
+        for k in range(nv):                                           # column k of U_i, row k of D_i
+            symmetric_times_subspace(jtype, body_float, j, k, ws, IA_i, ws, U_i + 6 * k,
+                                     ws, s + SCRATCH_MOTION)          # U_i = IA_i S_i
+            project_force(jtype, body_float, j, ws, U_i + 6 * k, ws, D_i + 6 * k)
+            ws[D_i + 7 * k] += body_float[j + ARMATURE + k]           # D_i = S_i^T U_i + armature
+        if not ltdl_factor_at(ws, D_i, 6, CHAIN, nv):                 # D_i = L^T D L, in place
             return SINGULAR
-        project_force(jtype, body_float, j, ws, w + ABA_PA, ws, w + ABA_UU)  # u = tau - S^T pA
+        project_force(jtype, body_float, j, ws, pA_i, ws, u_i)        # u_i = tau_i - S_i^T pA_i
         for k in range(nv):
-            ws[w + ABA_UU + k] = tau[vi + k] - ws[w + ABA_UU + k]
+            ws[u_i + k] = tau[vi + k] - ws[u_i + k]
         if p > 0:
-            if nv == 1:                                           # rank-1: D and u are scalars
-                d_inv, uu = ws[w + ABA_DINV], ws[w + ABA_UU]
-                for r in range(6):                                # Ia = IA - U U^T / D
-                    ur = ws[w + ABA_U + r] * d_inv
-                    for c in range(r, 6):
-                        ws[w + ABA_IA + SYM[6 * r + c]] -= ur * ws[w + ABA_U + c]
-                symmetric6_times(ws, w + ABA_IA, ws, w + ABA_C, ws, pa)  # pa = pA + Ia c + U u / D
-                for r in range(6):
-                    ws[pa + r] += ws[w + ABA_PA + r] + ws[w + ABA_U + r] * d_inv * uu
-            else:
-                for r in range(6):                                # Ia = IA - U D^-1 U^T
-                    for c in range(r, 6):
-                        acc = 0.0
-                        for k in range(nv):
-                            for m in range(nv):
-                                acc += (ws[w + ABA_U + 6 * k + r] * ws[w + ABA_DINV + 6 * k + m]
-                                        * ws[w + ABA_U + 6 * m + c])
-                        ws[w + ABA_IA + SYM[6 * r + c]] -= acc
-                symmetric6_times(ws, w + ABA_IA, ws, w + ABA_C, ws, pa)  # pa = pA + Ia c + U D^-1 u
-                for r in range(6):
-                    acc = 0.0
-                    for k in range(nv):
-                        for m in range(nv):
-                            acc += (ws[w + ABA_U + 6 * k + r] * ws[w + ABA_DINV + 6 * k + m]
-                                    * ws[w + ABA_UU + m])
-                    ws[pa + r] += ws[w + ABA_PA + r] + acc
-            add_articulated_inertia_to_parent(ws, w + LI, ws, w + ABA_IA, ws, p * WS_COLS + ABA_IA)
-            force_to_parent(ws, w + LI, ws, pa, ws, p * WS_COLS + ABA_PA, True)
-    for k in range(6):                                            # pass 3, a_0 = -g
-        ws[ACC + k] = 0.0
-    for k in range(3):
-        ws[ACC + k] = -body_float[GRAVITY + k]
+            IA_p, pA_p = p * WS_COLS + ABA_IA, p * WS_COLS + ABA_PA
+            subtract_U_Dinv_UT(ws, IA_i, U_i, D_i, nv, U_Dinv)       # Ia = IA_i - U_i D_i^-1 U_i^T
+            symmetric6_times(ws, IA_i, ws, c_i, ws, pa)               #   (in place); pa = Ia c_i
+            add_force_and_columns_times(ws, pA_i, U_Dinv, nv, ws, u_i, ws, pa)
+                                                                      #   + pA_i + U_i D_i^-1 u_i
+            add_articulated_inertia_to_parent(ws, X_i, ws, IA_i, ws, IA_p)   # IA_p += X_i^* Ia X_i
+            force_to_parent(ws, X_i, ws, pa, ws, pA_p, True)                 # pA_p += X_i^* pa
+    base_acceleration(body_float, ws, ACC)                            # pass 3: a_0 = -g
     for i in range(1, nb):
-        vi, nv, w = body_int[i, VIDX], body_int[i, NVJ], i * WS_COLS
-        motion_to_child(ws, w + LI, ws, body_int[i, PARENT] * WS_COLS + ACC, ws, w + ACC)
-        for k in range(6):
-            ws[w + ACC + k] += ws[w + ABA_C + k]                  # a' = X a_p + c
-        for k in range(nv):                                       # u - U^T a'
-            acc = 0.0
-            for m in range(6):
-                acc += ws[w + ABA_U + 6 * k + m] * ws[w + ACC + m]
-            ws[sf + k] = ws[w + ABA_UU + k] - acc
-        for k in range(nv):                                       # vdot = D^-1 (u - U^T a')
-            acc = 0.0
-            for m in range(nv):
-                acc += ws[w + ABA_DINV + 6 * k + m] * ws[sf + m]
-            vdot[vi + k] = acc
-        joint_velocity(body_int[i, JTYPE], body_float, i * BODY_FLOAT_COLS, vdot, vi, ws,
-                       w + ACC, True)                             # a = a' + S vdot
+        vi, nv, p, w = body_int[i, VIDX], body_int[i, NVJ], body_int[i, PARENT], i * WS_COLS
+        X_i, a_i, c_i, a_p = w + LI, w + ACC, w + ABA_C, p * WS_COLS + ACC
+        U_i, D_i, u_i = w + ABA_IA_S, w + ABA_D, w + ABA_u
+        motion_to_child(ws, X_i, ws, a_p, ws, a_i)                    # a'_i = X_i a_p
+        add6(ws, c_i, ws, a_i)                                        #        + c_i
+        for k in range(nv):                                           # qdd_i = u_i - U_i^T a'_i
+            qdd[vi + k] = ws[u_i + k] - dot6(ws, U_i + 6 * k, ws, a_i)
+        ltdl_solve_at(ws, D_i, 6, CHAIN, nv, qdd, vi, 1)              # qdd_i = D_i^-1 (...)
+        joint_velocity(body_int[i, JTYPE], body_float, i * BODY_FLOAT_COLS, qdd, vi, ws, a_i,
+                       True)                                          # a_i = a'_i + S_i qdd_i
     return OK

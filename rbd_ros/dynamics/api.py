@@ -23,7 +23,6 @@ from ._jit import JIT_ENABLED
 from .arguments import (F64, array, arrays, batch_of, external_wrenches, frame_number, full_q,
                         full_v, raise_status, reduce_tau, run, single, workspace)
 from .checks import SINGULAR, STATUS_STRIDE
-from .crba import ltl_factor, ltl_solve
 from .entry_points import (aba_batch, aba_entry, aba_fext_entry, center_of_mass_batch,
                            center_of_mass_entry, center_of_mass_jacobian_batch,
                            center_of_mass_jacobian_entry, centroidal_momentum_batch,
@@ -36,6 +35,7 @@ from .entry_points import (aba_batch, aba_entry, aba_fext_entry, center_of_mass_
                            kinetic_energy_batch, kinetic_energy_entry, potential_energy_batch,
                            potential_energy_entry, regressor_batch, regressor_entry, rnea_batch,
                            rnea_entry, rnea_fext_entry)
+from .spd import ltdl_factor, ltdl_solve
 
 REFERENCES = ('world', 'local', 'local_world_aligned')
 _empty = np.empty   # (a module global: ~30 ns less per call than np.empty)
@@ -143,8 +143,8 @@ def forward_dynamics(model, q, v, tau, f_ext=None, method='aba', data=None):
     """vdot = M^-1 (tau - C v - g + sum J^T f_ext).
 
     ``method='aba'`` runs the articulated-body algorithm (O(n)); ``'crba'`` builds M and
-    solves with its branch-induced sparse L^T L factorisation. Models with mimic joints
-    always take the CRBA route (their reduced M couples branches)."""
+    solves with its branch-induced sparse L^T D L factorisation (spd.py). Models with mimic
+    joints always take the CRBA route (their reduced M couples branches)."""
     if method == 'aba' and f_ext is None and model.direct:
         h = _handle(model, data)
         vdot = _empty(model.nv)
@@ -169,19 +169,15 @@ def _forward_dynamics_crba(model, d, q, v, tau, f_ext):
         raise ValueError('tau contains NaN or inf')
     H = mass_matrix(model, q, data=d)
     rhs = tau - bias
-    if model.has_mimic:     # (G^T M G couples branches: no branch-induced sparsity)
-        for n, Hn in enumerate(H.reshape((-1,) + H.shape[-2:])):
-            try:
-                np.linalg.cholesky(Hn)
-            except np.linalg.LinAlgError:
-                raise_status(n * STATUS_STRIDE + SINGULAR, (), tau.ndim == 2)
-        return np.linalg.solve(H, rhs[..., None])[..., 0]
+    # the same factorisation over the DoF parent array; with mimic joints G^T M G couples
+    # branches, so over a chain (dense)
+    parent = np.arange(-1, model.nv - 1, dtype=np.int64) if model.has_mimic else model._dof_parent
     if rhs.ndim == 1:
         H, rhs = H[None], rhs[None]
     for n in range(rhs.shape[0]):
-        if not ltl_factor(H[n], model._dof_parent):
+        if not ltdl_factor(H[n], parent):
             raise_status(n * STATUS_STRIDE + SINGULAR, (), tau.ndim == 2)
-        ltl_solve(H[n], model._dof_parent, rhs[n])
+        ltdl_solve(H[n], parent, rhs[n])
     return rhs if tau.ndim == 2 else rhs[0]
 
 

@@ -77,3 +77,15 @@ def state_status(body_int, q, v, third):
     if has_nonfinite(third):
         return BAD_THIRD
     return OK
+
+
+@inline_kernel
+def dynamics_status(body_int, q, v, third, f_ext):
+    """Status of (q, v, a-or-tau, f_ext): state_status, then BAD_FEXT for a non-finite
+    external wrench (RNEA and ABA)."""
+    status = state_status(body_int, q, v, third)
+    if status != OK:
+        return status
+    if has_nonfinite_2d(f_ext):
+        return BAD_FEXT
+    return OK

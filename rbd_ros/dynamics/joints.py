@@ -14,7 +14,7 @@ acceleration c_J is zero and the velocity-product term of RNEA and ABA is v_i x 
 from ._jit import inline_kernel
 from .layout import (AXIS, BODY_FLOAT_COLS, JOINT_PLANAR, JOINT_PRISMATIC, JOINT_REVOLUTE, LI,
                      PLACEMENT, PLANAR_E1, PLANAR_E2, SCRATCH_X, WS_COLS)
-from .spatial import axis_rotation, compose, quaternion_rotation
+from .spatial import SYM, axis_rotation, compose, quaternion_rotation, symmetric6_times
 
 
 @inline_kernel
@@ -118,3 +118,20 @@ def project_force(jtype, body_float, j, f, k, tau, t):
     else:
         for n in range(6):
             tau[t + n] = f[k + n]
+
+
+@inline_kernel
+def symmetric_times_subspace(jtype, body_float, j, k, M, m, out, o, scratch, sc):
+    """out[o:o+6] = M S_k for column k of the joint's motion subspace and a packed symmetric
+    6x6 M (spatial.SYM; ABA's U = IA S). M is symmetric, so for a revolute (prismatic) joint,
+    S = [0; a] ([a; 0]), this is a combination of three of its rows: 18 products instead of
+    36. scratch[sc:sc+6] is scratch."""
+    if jtype == JOINT_REVOLUTE or jtype == JOINT_PRISMATIC:
+        b = 18 if jtype == JOINT_REVOLUTE else 0      # first of the three rows, times 6
+        a0, a1, a2 = body_float[j + AXIS], body_float[j + AXIS + 1], body_float[j + AXIS + 2]
+        for c in range(6):
+            out[o + c] = (a0 * M[m + SYM[b + c]] + a1 * M[m + SYM[b + 6 + c]]
+                          + a2 * M[m + SYM[b + 12 + c]])
+    else:
+        motion_subspace_column(jtype, body_float, j, k, scratch, sc)
+        symmetric6_times(M, m, scratch, sc, out, o)

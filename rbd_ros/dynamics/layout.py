@@ -56,7 +56,7 @@ REFERENCE_LOCAL_WORLD_ALIGNED = 2  # world axes, about the frame's origin
 
 # --- workspace columns (one row per body, then the scratch row) --------------------------------
 # Ordered so that the columns one algorithm touches per body sit together (ABA on a 1-DoF joint
-# reads LI .. DINV): fewer cache lines per body.
+# reads LI .. ABA_D): fewer cache lines per body.
 # shared by the forward passes
 LI = 0           # 12: parent-from-body transform liMi (Pinocchio's liMi)
 VEL = 12         # 6: body twist, body coordinates (world row: zero)
@@ -65,10 +65,11 @@ VJ = 24          # 6: joint twist S v
 # ABA (RBDA Table 7.1)
 ABA_C = 30       # 6: bias acceleration c = v x (S v)
 ABA_PA = 36      # 6: articulated bias force pA
-ABA_UU = 42      # 6: u = tau - S^T pA (one per joint velocity)
-ABA_U = 48       # 36: U = IA S, one 6-column per joint velocity (column k at ABA_U + 6k)
-ABA_IA = 84      # 21: articulated inertia, packed upper triangle (aba.SYM)
-ABA_DINV = 105   # 36: D^-1, D = S^T U (+ armature), row-major nvj x nvj with row stride 6
+ABA_u = 42       # 6: u = tau - S^T pA, one number per joint velocity (small u: a vector)
+ABA_IA_S = 48    # 36: U = IA S, one 6-column per joint velocity (column k at ABA_IA_S + 6k)
+ABA_IA = 84      # 21: articulated inertia, packed upper triangle (spatial.SYM)
+ABA_D = 105      # 36: D = S^T U (+ armature), nvj x nvj with row stride 6, factored in place
+                 #     as L^T D L (spd.py: L below the diagonal, 1/D on it)
 # kinematics, RNEA, CRBA
 O = 141          # 12: world-from-body transform oMi
 FRC = 153        # 6: RNEA body force, body coordinates
@@ -84,10 +85,11 @@ SCRATCH_X = 0          # 12: a transform (the joint transform X_J(q) before it i
 SCRATCH_MOTION = 12    # 6: a motion vector (RNEA: v x vJ; a column of S; Coriolis: world twist)
 SCRATCH_MOTION_2 = 18  # 6: a second motion vector (Coriolis: a column of S)
 SCRATCH_FORCE = 24     # 6: a force vector (CRBA: F = Ic S; ABA: pa)
-SCRATCH_DOF = 30       # 6: one number per joint velocity (S^T F; u - U^T a'; J_k^T B)
-SCRATCH_D = 36         # 36: ABA's D = S^T U before its inversion, stride 6
+SCRATCH_DOF = 30       # 6: one number per joint velocity (S^T F; J_k^T B)
+SCRATCH_U_DINV = 36    # 36: ABA's U D^-1, one 6-column per joint velocity (column k at +6k)
 SCRATCH_18 = 72        # 18: three motion vectors (Coriolis: columns of B)
-SCRATCH_COLS = 90      # (< WS_COLS: the scratch row is an ordinary workspace row)
+SCRATCH_COLS = 90
+assert SCRATCH_COLS <= WS_COLS, 'the scratch row is an ordinary workspace row (data.py)'
 
 # --- dof workspace columns (one row per degree of freedom; Coriolis matrix) ------------------
 COR_J = 0        # 6: the dof's motion subspace column in the world frame

@@ -19,9 +19,9 @@ import numpy as np
 from ._jit import kernel
 from .checks import OK, state_status
 from .joints import body_transform, joint_velocity, project_force
-from .layout import (ACC, BODY_FLOAT_COLS, GRAVITY, JTYPE, LI, NVJ, PARENT, QIDX,
-                     SCRATCH_MOTION, VEL, VIDX, VJ, WS_COLS)
-from .spatial import force_to_parent, motion_cross, motion_to_child
+from .layout import ACC, BODY_FLOAT_COLS, JTYPE, LI, NVJ, PARENT, QIDX, VEL, VIDX, VJ, WS_COLS
+from .rnea import base_acceleration
+from .spatial import add6, add_motion_cross, force_to_parent, motion_to_child, zero6
 
 @kernel
 def body_force_basis(ws, w, A):
@@ -79,26 +79,23 @@ def inertial_regressor(body_int, body_float, ws, q, v, a, Y, first, count):
         return status
     nb = body_int.shape[0]
     s = nb * WS_COLS
-    for k in range(6):                                           # v_0 = 0, a_0 = -g
-        ws[VEL + k] = 0.0
-        ws[ACC + k] = 0.0
-    for k in range(3):
-        ws[ACC + k] = -body_float[GRAVITY + k]
-    # RNEA's forward pass, rnea.py's line for line but for the forces (f = I a + v x* I v), which
-    # RNEA forms in the same loop and the regressor replaces by each body's basis
+    zero6(ws, VEL)                                               # v_0 = 0
+    base_acceleration(body_float, ws, ACC)                       # a_0 = -g
+    # RNEA's forward pass (rnea.py), line for line but for the forces (f = I a + v x* I v), which
+    # RNEA forms in the same loop and the regressor replaces by each body's basis: a twin kept
+    # so that each file reads as its own table, at no cost in a call
     for i in range(1, nb):
-        jtype, vi = body_int[i, JTYPE], body_int[i, VIDX]
-        j, w, p = i * BODY_FLOAT_COLS, i * WS_COLS, body_int[i, PARENT] * WS_COLS
-        body_transform(body_float, i, jtype, q, body_int[i, QIDX], ws, s)
-        joint_velocity(jtype, body_float, j, v, vi, ws, w + VJ, False)     # vJ = S v
-        motion_to_child(ws, w + LI, ws, p + VEL, ws, w + VEL)              # v = X v_p + vJ
-        for k in range(6):
-            ws[w + VEL + k] += ws[w + VJ + k]
-        motion_to_child(ws, w + LI, ws, p + ACC, ws, w + ACC)              # a = X a_p + S a
-        joint_velocity(jtype, body_float, j, a, vi, ws, w + ACC, True)
-        motion_cross(ws, w + VEL, ws, w + VJ, ws, s + SCRATCH_MOTION)      #     + v x vJ
-        for k in range(6):
-            ws[w + ACC + k] += ws[s + SCRATCH_MOTION + k]
+        jtype, vi, p = body_int[i, JTYPE], body_int[i, VIDX], body_int[i, PARENT]
+        j, w = i * BODY_FLOAT_COLS, i * WS_COLS
+        X_i, v_i, a_i, vJ = w + LI, w + VEL, w + ACC, w + VJ
+        v_p, a_p = p * WS_COLS + VEL, p * WS_COLS + ACC
+        body_transform(body_float, i, jtype, q, body_int[i, QIDX], ws, s)  # X_i = X_J X_T
+        joint_velocity(jtype, body_float, j, v, vi, ws, vJ, False)         # vJ = S_i qd_i
+        motion_to_child(ws, X_i, ws, v_p, ws, v_i)                         # v_i = X_i v_p
+        add6(ws, vJ, ws, v_i)                                              #       + vJ
+        motion_to_child(ws, X_i, ws, a_p, ws, a_i)                         # a_i = X_i a_p
+        joint_velocity(jtype, body_float, j, a, vi, ws, a_i, True)         #       + S_i qdd_i
+        add_motion_cross(ws, v_i, ws, vJ, ws, a_i)                         #       + v_i x vJ
     Y[:, :] = 0.0
     A = np.empty(60)
     projected = np.empty(6)

@@ -6,7 +6,7 @@ vector is 6 numbers [linear; angular]; an inertia 10 numbers (mass, h = mass * c
 inertia about the origin: xx xy xz yy yz zz). Inputs are read into locals before any output
 is written, so an output may alias an input.
 
-Nothing here forms a 6x6 Plücker matrix (Pinocchio cheat sheet, ../shared/CONVENTIONS.md):
+Nothing here forms a 6x6 Plücker matrix (Pinocchio cheat sheet; docs/conventions.md):
 applying X costs 24 multiplies this way instead of 36+ for a dense product.
 """
 import math
@@ -238,3 +238,68 @@ def add_inertia_to_parent(X, x, Y, y, acc, a):
     acc[a + 7] += R[4] - 2.0 * r1 * k1 + 2.0 * kr - mass * (r1 * r1 - rr)
     acc[a + 8] += R[5] - (r1 * k2 + k1 * r2) - mass * r1 * r2
     acc[a + 9] += R[8] - 2.0 * r2 * k2 + 2.0 * kr - mass * (r2 * r2 - rr)
+
+
+# ---- six-vectors and packed symmetric 6x6 matrices ----------------------------------------
+@inline_kernel
+def zero6(out, o):
+    """out[o:o+6] = 0."""
+    for k in range(6):
+        out[o + k] = 0.0
+
+
+@inline_kernel
+def add6(x, k, out, o):
+    """out[o:o+6] += x[k:k+6]."""
+    for n in range(6):
+        out[o + n] += x[k + n]
+
+
+@inline_kernel
+def subtract_row6(table, i, out, o):
+    """out[o:o+6] -= table[i, :6] (a row of an (n x 6) table such as f_ext)."""
+    for n in range(6):
+        out[o + n] -= table[i, n]
+
+
+@inline_kernel
+def copy_inertia(Y, y, out, o):
+    """out[o:o+10] = the inertia at Y[y:y+10]."""
+    for k in range(10):
+        out[o + k] = Y[y + k]
+
+
+@inline_kernel
+def add_motion_cross(v, k, m, j, out, o):
+    """out += v x m (motion_cross, accumulated)."""
+    vx, vy, vz, wx, wy, wz = v[k], v[k + 1], v[k + 2], v[k + 3], v[k + 4], v[k + 5]
+    m0, m1, m2, m3, m4, m5 = m[j], m[j + 1], m[j + 2], m[j + 3], m[j + 4], m[j + 5]
+    out[o] += wy * m2 - wz * m1 + vy * m5 - vz * m4
+    out[o + 1] += wz * m0 - wx * m2 + vz * m3 - vx * m5
+    out[o + 2] += wx * m1 - wy * m0 + vx * m4 - vy * m3
+    out[o + 3] += wy * m5 - wz * m4
+    out[o + 4] += wz * m3 - wx * m5
+    out[o + 5] += wx * m4 - wy * m3
+
+
+# SYM[6 r + c]: where entry (r, c) of a packed symmetric 6x6 is (row r holds columns r..5:
+# 21 numbers, the upper triangle row by row).
+SYM = tuple(min(r, c) * 6 - min(r, c) * (min(r, c) - 1) // 2 + abs(c - r)
+            for r in range(6) for c in range(6))
+
+
+@inline_kernel
+def symmetric6_times(M, m, x, k, out, o):
+    """out[o:o+6] = M x for the packed symmetric 6x6 M at m."""
+    x0, x1, x2, x3, x4, x5 = x[k], x[k + 1], x[k + 2], x[k + 3], x[k + 4], x[k + 5]
+    for r in range(6):
+        b = 6 * r
+        out[o + r] = (M[m + SYM[b]] * x0 + M[m + SYM[b + 1]] * x1 + M[m + SYM[b + 2]] * x2
+                      + M[m + SYM[b + 3]] * x3 + M[m + SYM[b + 4]] * x4 + M[m + SYM[b + 5]] * x5)
+
+
+@inline_kernel
+def dot6(x, k, y, j):
+    """x[k:k+6] . y[j:j+6] (a force's power on a motion, or S_k^T a: one column of U^T a)."""
+    return (x[k] * y[j] + x[k + 1] * y[j + 1] + x[k + 2] * y[j + 2] + x[k + 3] * y[j + 3]
+            + x[k + 4] * y[j + 4] + x[k + 5] * y[j + 5])

@@ -25,14 +25,16 @@ sorted by what the iterate says they do (held at a velocity, a soft row within i
 contact sticking; or at a bound, sliding), that linear system is solved exactly (``polish``),
 and the result is kept if one more sweep leaves it unchanged.
 
-Plain loops over small arrays and one dense Cholesky factorisation (``cholesky_in_place``)
-for every solve, also the step's W: no numpy.linalg (numba's needs scipy).
+Plain loops over small arrays and the core's one SPD factorisation (rbd_ros/dynamics/spd.py,
+L^T D L over a chain: a dense matrix) for every solve, also the step's W: no numpy.linalg
+(numba's needs scipy).
 """
 import math
 
 import numpy as np
 
 from rbd_ros.dynamics._jit import kernel
+from rbd_ros.dynamics.spd import chain, ltdl_factor, ltdl_solve
 
 JOINT, SOFT, TANGENT = 0, 1, 2
 #: A contact's tangent rows are a touch compliant, relative to their own G_ii: a foot on four
@@ -190,9 +192,10 @@ def polish(G, v0, lam, v, kind, lo, hi, fric, a, b, partner, lam_new, v_new):
             for c in range(nh):
                 A[r, c] = G[i, held[c]]
             A[r, r] += compliance[i]
-        if not cholesky_in_place(A):        # a principal block of an SPD matrix (+ a
+        dense = chain(nh)
+        if not ltdl_factor(A, dense):       # a principal block of an SPD matrix (+ a
             return False                    # non-negative diagonal): SPD
-        cholesky_solve(A, rhs)
+        ltdl_solve(A, dense, rhs)
         for r in range(nh):
             lam_new[held[r]] = rhs[r]
     for i in range(n):
@@ -248,49 +251,3 @@ def row_impulses(G, v0, kind, lo, hi, fric, a, b, partner, sweeps, tolerance, la
                     lam[:] = lam_p
                     return k
     return sweeps + 1
-
-
-@kernel
-def cholesky_in_place(W):
-    """W = L L^T: L into W's lower triangle; False when W is not positive definite."""
-    n = W.shape[0]
-    for j in range(n):
-        s = W[j, j]
-        for k in range(j):
-            s -= W[j, k] * W[j, k]
-        if not s > 0.0:
-            return False
-        W[j, j] = np.sqrt(s)
-        for i in range(j + 1, n):
-            t = W[i, j]
-            for k in range(j):
-                t -= W[i, k] * W[j, k]
-            W[i, j] = t / W[j, j]
-    return True
-
-
-@kernel
-def cholesky_forward(L, b):
-    """b = L^-1 b in place (the first half of cholesky_solve)."""
-    n = b.shape[0]
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * b[k]
-        b[i] = s / L[i, i]
-
-
-@kernel
-def cholesky_solve(L, b):
-    """x = (L L^T)^-1 b in place of b (L: the lower triangle of cholesky_in_place's result)."""
-    n = b.shape[0]
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * b[k]
-        b[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * b[k]
-        b[i] = s / L[i, i]

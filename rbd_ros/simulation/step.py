@@ -43,10 +43,10 @@ from rbd_ros.dynamics.layout import (BODY_FLOAT_COLS, JTYPE, NVJ, O, PARENT, SCR
                                      SCRATCH_MOTION_2, VIDX, WS_COLS)
 from rbd_ros.dynamics.rnea import rnea
 from rbd_ros.dynamics.spatial import motion_to_parent
+from rbd_ros.dynamics.spd import chain, ltdl_factor, ltdl_solve, unit_transpose_solve
 
 from . import layout as L
-from .pgs import (JOINT, SOFT, TANGENT, cholesky_forward, cholesky_in_place, cholesky_solve,
-                  row_impulses)
+from .pgs import JOINT, SOFT, TANGENT, row_impulses
 
 
 #: rad/s (m/s): a joint's speed change in one step beyond which its limits are left out of the
@@ -137,9 +137,10 @@ def acceleration(h, si, sf, q, v, tau, f_ext, vdot, work):
         for r in range(nvi):
             s -= sf[g + r * nv + c] * ti[r]
         vdot[c] = s
-    if not cholesky_in_place(M):
+    dense = chain(nv)
+    if not ltdl_factor(M, dense):
         return 7      # dynamics SINGULAR
-    cholesky_solve(M, vdot)
+    ltdl_solve(M, dense, vdot)
     return OK
 
 
@@ -353,7 +354,8 @@ def speed_limited_effort(h, si, sf, q, v_end, tau_cmd, tau, work):
     if si[L.DAMPING] == 1:
         for i in range(nv):
             W[i, i] += dt * sf[si[L.PER_V_AT] + i]
-    if not cholesky_in_place(W):
+    dense = chain(nv)
+    if not ltdl_factor(W, dense):
         return False
     # the torque change x that brings these joints to their limit speed (v changes by about
     # dt W^-1 x): never more push than the command, and where it holds back, it holds the
@@ -369,7 +371,7 @@ def speed_limited_effort(h, si, sf, q, v_end, tau_cmd, tau, work):
     for c in range(n):
         col[:] = 0.0
         col[si[rv + over[c]]] = 1.0
-        cholesky_solve(W, col)
+        ltdl_solve(W, dense, col)
         for r in range(n):
             A[r, c] = dt * col[si[rv + over[r]]]
     for r in range(n):
@@ -425,6 +427,7 @@ def joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new, limits, 
     dv, at = _carve(work, at, n)
     M = work[at:at + n * n].reshape((n, n))
     W = work[at + n * n:at + 2 * n * n].reshape((n, n))
+    dense = chain(n)                       # W's parent array: dense (spd.py)
     at += 2 * n * n
     rhs, at = _carve(work, at, n)
     maxrows = si[L.MAXROWS]
@@ -605,15 +608,15 @@ def joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new, limits, 
                     penetration = lower_gap if lower_gap < 0.0 else -upper_gap
                     W[i, i] += dt * c_l + dt * dt * k_l
                     rhs[i] -= dt * k_l * penetration
-        if not cholesky_in_place(W):
+        if not ltdl_factor(W, dense):
             return L.STEP_SINGULAR
-        cholesky_solve(W, rhs)
+        ltdl_solve(W, dense, rhs)
         for i in range(nv):
             v_unc[i] = rhs[i]
             v_new[i] = rhs[i]               # v* with damping and drives (no impulses)
         if rows > 0:
-            # G = J W^-1 J^T = Y^T Y with Y = L^-1 J^T (W = L L^T): one triangular solve per
-            # row; v0 = J v_unc
+            # G = J W^-1 J^T = Y^T D^-1 Y with Y = L^-T J^T (W = L^T D L, D^-1 on the
+            # factor's diagonal): one triangular solve per row; v0 = J v_unc
             Y = X_all[:rows * nv].reshape((rows, nv))
             G = G_all[:rows * rows].reshape((rows, rows))
             for r in range(rows):
@@ -627,12 +630,15 @@ def joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new, limits, 
                         Y[r, c] = J[r, c]
                         s += J[r, c] * v_unc[c]
                     v0[r] = s
-                cholesky_forward(W, Y[r])
-            for a in range(rows):
-                for b in range(a, rows):
+                unit_transpose_solve(W, dense, Y[r])
+            dinv_y = np.empty(nv)
+            for b in range(rows):
+                for c in range(nv):
+                    dinv_y[c] = W[c, c] * Y[b, c]       # D^-1 Y_b
+                for a in range(b + 1):
                     s = 0.0
                     for c in range(nv):
-                        s += Y[a, c] * Y[b, c]
+                        s += Y[a, c] * dinv_y[c]
                     G[a, b] = s
                     G[b, a] = s
             # (contacts: velocities to 1e-10 m/s; a box on four corners is statically
@@ -653,7 +659,7 @@ def joint_update(h, si, sf, command, tau, q_free, v_free, q_new, v_new, limits, 
                 else:
                     for i in range(nv):
                         rhs[i] += J[a, i] * lam[a]
-            cholesky_solve(W, rhs)
+            ltdl_solve(W, dense, rhs)
             for i in range(nv):
                 v_new[i] += rhs[i]
         saturated = False                   # a drive in W past its effort limit: a row now
