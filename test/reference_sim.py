@@ -182,6 +182,33 @@ INTEGRATORS = ('rk4', 'semi_implicit_euler')
 POSITION_LIMITS = ('constraint', 'spring', 'off')
 
 
+def _hat(w):
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
+def stage_velocity(model, theta, xi):
+    """Runge-Kutta-Munthe-Kaas's stage velocity: (I + ad/2 + ad^2/12) xi with ad the adjoint
+    matrix of theta ([[phi^, rho^], [0, phi^]], [linear; angular]) on the floating and planar
+    joints' velocities (a planar twist (vx, vy, w) as the spatial one (vx, vy, 0, 0, 0, w)),
+    xi elsewhere."""
+    out = np.array(xi, dtype=float)
+    for joint in model.joints:
+        if joint.type not in ('floating', 'planar') or joint.v_index is None:
+            continue
+        b = joint.v_index
+        if joint.type == 'floating':
+            t6, x6 = np.asarray(theta[b:b + 6]), np.asarray(xi[b:b + 6])
+        else:
+            t6 = np.array([theta[b], theta[b + 1], 0.0, 0.0, 0.0, theta[b + 2]])
+            x6 = np.array([xi[b], xi[b + 1], 0.0, 0.0, 0.0, xi[b + 2]])
+        ad = np.zeros((6, 6))
+        ad[:3, :3] = ad[3:, 3:] = _hat(t6[3:])
+        ad[:3, 3:] = _hat(t6[:3])
+        y = x6 + ad @ x6 / 2 + ad @ ad @ x6 / 12
+        out[b:b + joint.nv] = y if joint.type == 'floating' else y[[0, 1, 5]]
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class SimOptions:
     """What the simulated joints do. Defaults are what a real robot does."""
@@ -299,14 +326,18 @@ class Simulator:
         if self.options.integrator == 'semi_implicit_euler':
             v_new = v + dt * self._acceleration(q, v, tau, f_ext)
             return rbd.integrate(model, q, v_new, dt, data=d), v_new
+        # Runge-Kutta-Munthe-Kaas: stages at q (+) dt c_j k_(j-1), k_j the stage velocity
         a1 = self._acceleration(q, v, tau, f_ext)
         v2 = v + 0.5 * dt * a1
         a2 = self._acceleration(rbd.integrate(model, q, v, 0.5 * dt, data=d), v2, tau, f_ext)
+        k2 = stage_velocity(model, 0.5 * dt * v, v2)
         v3 = v + 0.5 * dt * a2
-        a3 = self._acceleration(rbd.integrate(model, q, v2, 0.5 * dt, data=d), v3, tau, f_ext)
+        a3 = self._acceleration(rbd.integrate(model, q, k2, 0.5 * dt, data=d), v3, tau, f_ext)
+        k3 = stage_velocity(model, 0.5 * dt * k2, v3)
         v4 = v + dt * a3
-        a4 = self._acceleration(rbd.integrate(model, q, v3, dt, data=d), v4, tau, f_ext)
-        q_new = rbd.integrate(model, q, (v + 2.0 * v2 + 2.0 * v3 + v4) / 6.0, dt, data=d)
+        a4 = self._acceleration(rbd.integrate(model, q, k3, dt, data=d), v4, tau, f_ext)
+        k4 = stage_velocity(model, dt * k3, v4)
+        q_new = rbd.integrate(model, q, (v + 2.0 * k2 + 2.0 * k3 + k4) / 6.0, dt, data=d)
         return q_new, v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
 
     def _near_speed_limit(self, v_free) -> bool:

@@ -9,7 +9,8 @@ One step of dt from (q, v) under the drives' commands and the external wrenches:
                effort that would take its joint past its velocity limit in this step
                (``speed_limited_effort``: only near the limit)
 2. free step:  (q*, v*) under the smooth dynamics M vdot + C v + g = tau + J^T f_ext, RK4 on
-               the configuration manifold (semi-implicit Euler on request)
+               the configuration manifold (Runge-Kutta-Munthe-Kaas: fourth order for a
+               tumbling base too; semi-implicit Euler on request)
 3. rows:       v+ = W^-1 (M v* + J^T lam), W = M + dt D (the joints' viscous damping,
                implicit), with lam the impulses on the constraint rows (pgs.py): each joint's
                Coulomb friction and velocity and position limits; each drive's PD toward its
@@ -39,7 +40,8 @@ from rbd_ros.dynamics.crba import crba
 from rbd_ros.dynamics.entry_points import model_tables
 from rbd_ros.dynamics.joints import motion_subspace_column
 from rbd_ros.dynamics.kinematics import body_placements
-from rbd_ros.dynamics.layout import (BODY_FLOAT_COLS, JTYPE, NVJ, O, PARENT, SCRATCH_MOTION,
+from rbd_ros.dynamics.layout import (BODY_FLOAT_COLS, JOINT_FLOATING, JOINT_PLANAR, JTYPE, NVJ, O,
+                                     PARENT, SCRATCH_MOTION,
                                      SCRATCH_MOTION_2, VIDX, WS_COLS)
 from rbd_ros.dynamics.rnea import rnea
 from rbd_ros.dynamics.spatial import motion_to_parent
@@ -193,6 +195,48 @@ def integrate_public(h, si, sf, q, v, dt, out, work):
     return status
 
 
+@kernel
+def stage_velocity(h, si, theta, k, xi):
+    """xi, in place, -> dexp^-1 at -Theta of xi with Theta = theta k, to second order in Theta
+    (xi + [Theta, xi] / 2 + [Theta, [Theta, xi]] / 12), on the velocities of the joints whose
+    configuration is a Lie group (floating: SE(3); planar: SE(2)); the others' stay xi.
+    Runge-Kutta-Munthe-Kaas: a stage's configuration is q (+) Theta, and Theta's rate is not the
+    stage's body twist xi when rotations do not commute; without this, RK4 on a tumbling base
+    is second order in the orientation."""
+    body_int, _, _ = model_tables(h)
+    mim, nm = si[L.MIMIC_AT], si[L.NMIMIC]
+    for i in range(1, body_int.shape[0]):
+        jtype = body_int[i, JTYPE]
+        if jtype != JOINT_FLOATING and jtype != JOINT_PLANAR:
+            continue
+        b = body_int[i, VIDX]                   # internal -> public: less the mimic joints' v
+        for m in range(nm):                     # before it (a Lie group joint is never mimic)
+            if si[mim + 4 * m + 1] < body_int[i, VIDX]:
+                b -= 1
+        if jtype == JOINT_FLOATING:
+            rx, ry, rz = theta * k[b], theta * k[b + 1], theta * k[b + 2]
+            px, py, pz = theta * k[b + 3], theta * k[b + 4], theta * k[b + 5]
+            ux, uy, uz, wx, wy, wz = xi[b], xi[b + 1], xi[b + 2], xi[b + 3], xi[b + 4], xi[b + 5]
+            # c1 = [Theta, xi] = (phi x u - w x rho, phi x w); c2 = [Theta, c1]
+            ax = py * uz - pz * uy - (wy * rz - wz * ry)
+            ay = pz * ux - px * uz - (wz * rx - wx * rz)
+            az = px * uy - py * ux - (wx * ry - wy * rx)
+            bx, by, bz = py * wz - pz * wy, pz * wx - px * wz, px * wy - py * wx
+            cx = py * az - pz * ay - (by * rz - bz * ry)
+            cy = pz * ax - px * az - (bz * rx - bx * rz)
+            cz = px * ay - py * ax - (bx * ry - by * rx)
+            dx, dy, dz = py * bz - pz * by, pz * bx - px * bz, px * by - py * bx
+            xi[b], xi[b + 1], xi[b + 2] = ux + ax / 2 + cx / 12, uy + ay / 2 + cy / 12, \
+                uz + az / 2 + cz / 12
+            xi[b + 3], xi[b + 4], xi[b + 5] = wx + bx / 2 + dx / 12, wy + by / 2 + dy / 12, \
+                wz + bz / 2 + dz / 12
+        else:                                   # (x, y, angle): the rotation is about the normal
+            rx, ry, p = theta * k[b], theta * k[b + 1], theta * k[b + 2]
+            ux, uy, w = xi[b], xi[b + 1], xi[b + 2]
+            ax, ay = -p * uy + w * ry, p * ux - w * rx
+            xi[b], xi[b + 1] = ux + ax / 2 - p * ay / 12, uy + ay / 2 + p * ax / 12
+
+
 # ---- the parts of a step ------------------------------------------------------------------
 @kernel
 def free_step(h, si, sf, q, v, tau, f_ext, q_out, v_out, work, stages):
@@ -215,19 +259,25 @@ def free_step(h, si, sf, q, v, tau, f_ext, q_out, v_out, work, stages):
         for k in range(nv):
             v_out[k] = v[k] + dt * a1[k]
         return integrate_public(h, si, sf, q, v_out, dt, q_out, work)
+    # RK4 on the manifold (Runge-Kutta-Munthe-Kaas): stage j's configuration is q (+) Theta_j,
+    # Theta_2 = dt/2 k1, Theta_3 = dt/2 k2, Theta_4 = dt k3, with k_j the stage velocity v_j
+    # through stage_velocity; each k_j overwrites its v_j once a_j is computed
     status = acceleration(h, si, sf, q, v, tau, f_ext, a1, work)
     for k in range(nv):
         v2[k] = v[k] + 0.5 * dt * a1[k]
     status += integrate_public(h, si, sf, q, v, 0.5 * dt, qs, work)
     status += acceleration(h, si, sf, qs, v2, tau, f_ext, a2, work)
+    stage_velocity(h, si, 0.5 * dt, v, v2)                   # k2
     for k in range(nv):
         v3[k] = v[k] + 0.5 * dt * a2[k]
     status += integrate_public(h, si, sf, q, v2, 0.5 * dt, qs, work)
     status += acceleration(h, si, sf, qs, v3, tau, f_ext, a3, work)
+    stage_velocity(h, si, 0.5 * dt, v2, v3)                  # k3
     for k in range(nv):
         v4[k] = v[k] + dt * a3[k]
     status += integrate_public(h, si, sf, q, v3, dt, qs, work)
     status += acceleration(h, si, sf, qs, v4, tau, f_ext, a4, work)
+    stage_velocity(h, si, dt, v3, v4)                        # k4
     if status != OK:
         return status
     for k in range(nv):      # (the mean velocity, in numpy's order of operations)
