@@ -31,7 +31,6 @@ def test_sampling_equals_an_independent_spline(fields):
     for j in range(pos.shape[1]):
         if fields == 'positions':
             ref = interpolate.interp1d(t, pos[:, j])
-            dref = lambda x: np.interp(x, t, np.gradient(pos[:, j], t))   # noqa: E731
         elif fields == 'velocities':
             ref = interpolate.CubicHermiteSpline(t, pos[:, j], vel[:, j])
         else:

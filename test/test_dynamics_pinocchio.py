@@ -2,40 +2,18 @@
 60 random trees (chains and branching; revolute, continuous, prismatic, fixed, planar,
 floating joints; random axes and inertial rpy; fixed and floating base; external wrenches)
 and real robots (an arm with a mimic finger, a quadruped and a 43-joint humanoid)."""
-import os
 
 import numpy as np
 import pytest
 
 import rbd_ros.dynamics as rbd
+from oracle_cases import oracle_cases
 from pin_oracle import Oracle, close
-from urdf_factory import random_urdf
 
 TOL = 1e-9
-ROBOTS = os.path.join(os.path.dirname(__file__), 'data', 'robots')
-ARM = os.path.join(os.path.dirname(__file__), '..', 'rbd_ros', 'robots', 'rbd_arm7.urdf')
 
 
-def _cases():
-    cases = []
-    for seed in range(60):
-        branching = seed % 3 != 0                  # a third are chains
-        floating = seed % 2 == 1
-        n_links = 3 + seed % 9
-        cases.append(pytest.param((random_urdf(seed, n_links=n_links, branching=branching,
-                                               mimic=(seed % 5 == 4)), floating, seed), id=f'random{seed}-{"float" if floating else "fixed"}'
-                                  f'-{"tree" if branching else "chain"}'))
-    for name, floating in (('panda.urdf', False), ('solo12.urdf', True), ('humanoid.urdf', True),
-                           ('humanoid.urdf', False)):
-        with open(os.path.join(ROBOTS, name)) as handle:
-            cases.append(pytest.param((handle.read(), floating, 7),
-                                      id=f'{name[:-5]}-{"float" if floating else "fixed"}'))
-    with open(ARM) as handle:
-        cases.append(pytest.param((handle.read(), False, 3), id='rbd_arm7'))
-    return cases
-
-
-@pytest.fixture(params=_cases())
+@pytest.fixture(params=oracle_cases(60, first_seed=0, link_span=9))
 def case(request):
     xml, floating, seed = request.param
     model = rbd.Model.from_urdf(xml, floating_base=floating)

@@ -73,7 +73,6 @@ def test_joint_commands_by_name_saturation_limits_timeout_and_reset(ros):
     sim = ros.start(SimNode, {'robot_description': ARM, 'command_timeout': 0.3,
                               'wait_for_command': True, 'publish_clock': True})
     states = ros.collect(JointState, 'joint_states')
-    clock = ros.collect(Clock, '/clock')
     cmd = ros.publisher(JointState, '/rbd_sim/joint_commands', wait_for=1)
     wait_until(lambda: states, what='joint_states')
     assert list(states[-1].name) == NAMES and list(states[-1].position) == [0.0] * 7
@@ -266,7 +265,6 @@ def test_external_wrench_pause_and_step(ros):
                               'publish_clock': True, 'publish_rate': 1000.0,
                               'damping': False, 'friction': False,
                               'external_wrench_duration': 0.0})
-    states = ros.collect(JointState, 'joint_states')
     pause = ros.probe.create_client(SetBool, '/rbd_sim/pause')
     step = ros.probe.create_client(Trigger, '/rbd_sim/step')
     assert pause.wait_for_service(timeout_sec=15) and step.wait_for_service(timeout_sec=15)
