@@ -206,6 +206,8 @@ def center_of(mass, cx, cy, cz):
     return 0.0, 0.0, 0.0
 
 
+# The kernels below open alike (check q, place the bodies, sum): kept, a helper cannot return
+# a status for its caller, and each reads as its formula.
 @kernel
 def center_of_mass(body_int, body_float, ws, q, out):
     """out[0:3] = world centre of mass of the moving bodies, out[3] = their mass."""

@@ -17,6 +17,7 @@ from ._jit import inline_kernel
 @inline_kernel
 def compose(A, a, B, b, C, c):
     """C = A o B (transforms)."""
+    # (unrolled like the other products here, on purpose: the nine numbers stay in registers)
     a0, a1, a2, a3, a4, a5, a6, a7, a8 = (A[a], A[a + 1], A[a + 2], A[a + 3], A[a + 4],
                                           A[a + 5], A[a + 6], A[a + 7], A[a + 8])
     t0, t1, t2 = A[a + 9], A[a + 10], A[a + 11]

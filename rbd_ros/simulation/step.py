@@ -243,6 +243,7 @@ def free_step(h, si, sf, q, v, tau, f_ext, q_out, v_out, work, stages):
     """The smooth dynamics over one step, without damping, friction, limits, drives' PD and
     contacts (RK4, or semi-implicit Euler)."""
     nv, nq, dt = si[L.NV], si[L.NQ], sf[L.DT]
+    # (each kernel carves its own part of the workspace, in the order work_sizes counts it)
     a1, at = _carve(stages, 0, nv)
     a2, at = _carve(stages, at, nv)
     a3, at = _carve(stages, at, nv)
