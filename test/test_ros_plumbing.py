@@ -257,3 +257,21 @@ def test_a_clock_reset_is_taken_and_counted_not_a_lockout():
     assert m.clock_resets == 1 and list(m.position) == [5, 6, 7, 8]
     m.update(js(names, [5, 6, 7, 8], sec=7))
     assert m.clock_resets == 1
+
+
+def test_a_rejection_warns_for_a_while_and_its_count_stays(monkeypatch):
+    """One rejected message sets /diagnostics to WARN for REJECTION_WARN_S; after that the node
+    is OK again and the rejected_* count still says what happened."""
+    from rbd_ros.ros import diagnostics
+    robot = load_robot(TREE3)
+    stats = diagnostics.Stats()
+    now = [1000.0]
+    monkeypatch.setattr(diagnostics.time, 'monotonic', lambda: now[0])
+    assert diagnostics.diagnostic_status('n', robot, stats, None).message == 'running'
+    stats.reject('bad_length')
+    st = diagnostics.diagnostic_status('n', robot, stats, None)
+    assert st.level == st.WARN and 'rejected in the last 10 s' in st.message, st.message
+    now[0] += diagnostics.REJECTION_WARN_S + 0.1
+    st = diagnostics.diagnostic_status('n', robot, stats, None)
+    assert st.level == st.OK and st.message == 'running', st.message
+    assert {kv.key: kv.value for kv in st.values}['rejected_bad_length'] == '1'

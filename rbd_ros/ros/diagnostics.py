@@ -14,6 +14,11 @@ UNKNOWN_NAME_SAMPLE = 10
 UNKNOWN_NAME_LENGTH = 64
 
 
+#: seconds a rejected input keeps /diagnostics at WARN (the rejected_* counts stay): one bad
+#: message long ago is history, not a state of the node
+REJECTION_WARN_S = 10.0
+
+
 class Stats:
     """Counters and timings of one node."""
 
@@ -32,6 +37,7 @@ class Stats:
         self._rate_t0 = time.monotonic()
         self._rate_n0 = 0
         self.last_input_time: float | None = None   # time.monotonic() of the last valid input
+        self.last_rejection_time: float | None = None   # time.monotonic() of the last rejection
 
     def timed(self, fn, *args, **kwargs):
         t0 = time.perf_counter()
@@ -41,6 +47,12 @@ class Stats:
 
     def reject(self, reason: str) -> None:
         self.rejected[reason] += 1
+        self.last_rejection_time = time.monotonic()
+
+    def rejected_recently(self) -> bool:
+        """Whether an input was rejected in the last REJECTION_WARN_S seconds (the counts stay)."""
+        return (self.last_rejection_time is not None
+                and time.monotonic() - self.last_rejection_time < REJECTION_WARN_S)
 
     def unknown_names(self, names) -> None:
         """Count unknown joint names; keep the first few (truncated) as a sample."""
@@ -115,8 +127,12 @@ def diagnostic_status(node_name: str, robot, stats: Stats, stale: str | None,
             st.level, st.message = DiagnosticStatus.WARN, warning
         elif stats.internal_errors:
             st.level, st.message = DiagnosticStatus.WARN, 'running; internal errors (a bug: please report)'
-        elif stats.rejected or stats.description_errors or stats.non_finite_outputs:
-            st.level, st.message = DiagnosticStatus.WARN, 'running; some input was rejected'
+        elif stats.rejected_recently():
+            st.level, st.message = DiagnosticStatus.WARN, \
+                f'running; some input was rejected in the last {REJECTION_WARN_S:g} s'
+        elif stats.description_errors or stats.non_finite_outputs:
+            st.level, st.message = DiagnosticStatus.WARN, 'running; a robot description was ' \
+                'refused or an output was not finite (see the counts)'
         elif stats.model_warnings:
             st.level, st.message = DiagnosticStatus.WARN, 'running; the robot description has warnings'
         else:
