@@ -344,17 +344,8 @@ def center_of_mass(model, q, data=None):
 def center_of_mass_jacobian(model, q, data=None):
     """3 x nv Jacobian of the centre of mass: J v is its world velocity (Pinocchio's
     jacobianCenterOfMass). (N, 3, nv) for N configurations."""
-    if model.direct:
-        h = _handle(model, data)
-        J = _empty((3, model.nv))
-        if not _direct(center_of_mass_jacobian_entry, h, q, J):
-            return J
-    d = workspace(model, data)
-    (q,) = arrays(model, q=q)
-    J = np.empty(q.shape[:-1] + (3, model.nv_full))
-    run(center_of_mass_jacobian_entry, center_of_mass_jacobian_batch, d, batch_of(q), ('q',),
-        full_q(model, q), J)
-    return J @ model.mimic_map if model.has_mimic else J
+    return _velocity_map(model, data, q, 3, center_of_mass_jacobian_entry,
+                         center_of_mass_jacobian_batch)
 
 
 def centroidal_momentum(model, q, v, data=None):
@@ -378,17 +369,24 @@ def centroidal_momentum_matrix(model, q, data=None):
     """A_G (6 x nv), with A_G v = centroidal_momentum(q, v) (Pinocchio's ccrba Ag): its first
     three rows are total mass times the centre of mass Jacobian. (N, 6, nv) for N
     configurations."""
+    return _velocity_map(model, data, q, 6, centroidal_momentum_matrix_entry,
+                         centroidal_momentum_matrix_batch)
+
+
+def _velocity_map(model, data, q, rows, entry, batch):
+    """A (rows x nv) matrix of q that multiplies velocities (COM Jacobian, A_G): the compiled
+    single call when the model has no mimic joints, else the batched one on the full
+    coordinates, mapped onto the leaders' velocities."""
     if model.direct:
         h = _handle(model, data)
-        A = _empty((6, model.nv))
-        if not _direct(centroidal_momentum_matrix_entry, h, q, A):
-            return A
+        out = _empty((rows, model.nv))
+        if not _direct(entry, h, q, out):
+            return out
     d = workspace(model, data)
     (q,) = arrays(model, q=q)
-    A = np.empty(q.shape[:-1] + (6, model.nv_full))
-    run(centroidal_momentum_matrix_entry, centroidal_momentum_matrix_batch, d, batch_of(q),
-        ('q',), full_q(model, q), A)
-    return A @ model.mimic_map if model.has_mimic else A
+    out = np.empty(q.shape[:-1] + (rows, model.nv_full))
+    run(entry, batch, d, batch_of(q), ('q',), full_q(model, q), out)
+    return out @ model.mimic_map if model.has_mimic else out
 
 
 def kinetic_energy(model, q, v, data=None):
