@@ -30,10 +30,23 @@ def main() -> int:
                       'compiling its kernels in this process instead', file=sys.stderr)
     from rbd_ros.dynamics.warmup import warm_up
     warm_up(verbose=False)
-    from rbd_ros.simulation.step import warm_up as warm_up_step   # the simulator's step
-    warm_up_step()
+    warm_up_simulator()
     print(f'rbd_ros.dynamics and simulator kernels ready in {time.perf_counter() - start:.1f} s')
     return 0
+
+
+def warm_up_simulator():
+    """Compile (or load from numba's cache) the simulator's step: a Simulator compiles it when
+    it is made (one specialisation serves every model); two steps of a box on the ground run
+    its contact rows and solver too."""
+    import rbd_ros.dynamics as rbd
+    from rbd_ros.simulation import SimOptions, Simulator
+    box = ('<robot name="warmup_box"><link name="box"><inertial><mass value="1"/><inertia '
+           'ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial><collision>'
+           '<geometry><sphere radius="0.1"/></geometry></collision></link></robot>')
+    sim = Simulator(rbd.Model.from_urdf(box, floating_base=True),
+                    [0.0, 0.0, 0.05, 0.0, 0.0, 0.0, 1.0], options=SimOptions())
+    sim.advance(2)
 
 
 if __name__ == '__main__':

@@ -1,5 +1,5 @@
-"""The simulator's row solver says when it runs out of sweeps: Simulator.unconverged_solves
-(and solver_stats) count it, sim_node reports it in /diagnostics."""
+"""The simulator's constraint solver says when it runs out of iterations:
+Simulator.unconverged_solves (and solver_stats) count it, sim_node reports it in /diagnostics."""
 import functools
 import pathlib
 
@@ -16,26 +16,34 @@ POSE = np.array([0.3, 0.7, -0.4, 1.2, 0.5, -0.8, 0.2])
 FEET = tuple(f'{leg}_FOOT 0 0 0 0.0075' for leg in ('FL', 'FR', 'HL', 'HR'))
 
 
-def _arm_driven(sweeps):
+def _arm_driven(iterations):
     """The arm's drives pulling every joint 0.3 rad away, against its friction: drive and
-    friction rows coupled through M, which Gauss-Seidel needs tens of sweeps for."""
-    sim = Simulator(rbd.Model.from_urdf(ARM), q0=POSE, options=SimOptions(solver_sweeps=sweeps))
+    friction rows coupled through M (Newton: up to 10 iterations a step as joints stick and
+    slip; Gauss-Seidel needed tens of sweeps)."""
+    sim = Simulator(rbd.Model.from_urdf(ARM), q0=POSE,
+                    options=SimOptions(solver_iterations=iterations))
     sim.set_drives(kp=50.0, kd=1.0, q_ref=POSE + 0.3)
     assert sim.advance(300)
     return sim
 
 
-def test_a_solver_short_of_sweeps_is_counted():
+def test_a_solver_short_of_iterations_is_counted():
     sim = _arm_driven(1)
     stats = sim.solver_stats
     assert sim.unconverged_solves == stats['unconverged_solves'] > 100
-    assert stats['max_sweeps'] == 1 and stats['steps'] == 300
+    assert stats['max_iterations'] == 1 and stats['steps'] == 300
 
 
 def test_with_its_default_budget_the_solver_converges():
-    sim = _arm_driven(SimOptions().solver_sweeps)
+    sim = _arm_driven(SimOptions().solver_iterations)
     assert sim.unconverged_solves == 0
-    assert 1 < sim.solver_stats['max_sweeps'] <= SimOptions().solver_sweeps
+    assert 1 < sim.solver_stats['max_iterations'] <= SimOptions().solver_iterations
+
+
+def test_the_old_name_of_the_budget_still_sets_it():
+    """Scripts written for the Gauss-Seidel solver pass solver_sweeps: it is the budget."""
+    assert SimOptions(solver_sweeps=7).solver_iterations == 7
+    assert _arm_driven(1).solver_stats['max_sweeps'] == 1
 
 
 def test_sim_node_reports_unconverged_solves_in_diagnostics(ros, monkeypatch):
@@ -44,7 +52,7 @@ def test_sim_node_reports_unconverged_solves_in_diagnostics(ros, monkeypatch):
 
     import rbd_ros.nodes.sim as sim_module
     from conftest import wait_until
-    monkeypatch.setattr(sim_module, 'SimOptions', functools.partial(SimOptions, solver_sweeps=1))
+    monkeypatch.setattr(sim_module, 'SimOptions', functools.partial(SimOptions, solver_iterations=1))
     diagnostics = ros.collect(DiagnosticArray, '/diagnostics')
     node = ros.start(sim_module.SimNode, {
         'robot_description_file': SOLO, 'floating_base': True, 'contact_points': list(FEET),

@@ -16,7 +16,7 @@ One code serves three users:
     (branch-induced sparsity);
   - ABA's joint blocks D_i = S_i^T U_i (aba.py), n <= 6, in the flat workspace with row
     stride 6, over CHAIN;
-  - the simulator's dense solves (simulation/step.py, pgs.py): a dense matrix is the chain
+  - the simulator's dense solves (simulation/step.py, solver.py): a dense matrix is the chain
     parent[k] = k - 1 (``chain(n)``), and the loops above are then the ordinary dense LDL^T.
 
 Storage: a matrix is A[a + stride * r + c] in a flat array, a vector x[o + step * k].

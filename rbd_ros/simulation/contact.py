@@ -13,7 +13,10 @@ lowest point is where it touches):
             on four points)
 - mesh:     skipped (one note per link; give the link ``contact_points`` instead)
 
-The ground is the plane ``normal . x = height`` (world frame).
+The ground is the plane ``normal . x = height`` (world frame). The compiled part (the step's
+contact detection, ``Simulator.point_locations``): ``contact_point`` (a candidate's lowest point
+and its gap, the one place that geometry is written), ``body_clear_of_ground`` (a body whose
+points cannot reach the ground is skipped whole) and ``point_jacobian`` (a point's rows).
 """
 from __future__ import annotations
 
@@ -21,6 +24,12 @@ import dataclasses
 import math
 
 import numpy as np
+
+from rbd_ros.dynamics._jit import kernel
+from rbd_ros.dynamics.joints import motion_subspace_column
+from rbd_ros.dynamics.layout import (BODY_FLOAT_COLS, JTYPE, NVJ, O, PARENT, SCRATCH_MOTION,
+                                     SCRATCH_MOTION_2, VIDX, WS_COLS)
+from rbd_ros.dynamics.spatial import motion_to_parent
 
 from . import layout as L
 
@@ -138,3 +147,83 @@ def ground_frame(normal):
     t1 = np.cross(n, helper)
     t1 /= np.linalg.norm(t1)
     return n, t1, np.cross(n, t1)
+
+
+# ---- compiled: where the candidates are, and their rows -------------------------------------
+@kernel
+def body_clear_of_ground(ws, sf, si, group):
+    """Whether every point of the group-th body with points (tables.body_groups) is above the
+    ground: its origin is higher than its points reach. After body_placements."""
+    at = si[L.BODY_POINTS_AT] + 3 * group
+    o = si[at] * WS_COLS + O
+    height = (sf[L.NORMAL] * ws[o + 9] + sf[L.NORMAL + 1] * ws[o + 10]
+              + sf[L.NORMAL + 2] * ws[o + 11] - sf[L.HEIGHT])
+    return height > sf[si[L.BODY_REACH_AT] + group]
+
+
+@kernel
+def point_jacobian(body_int, body_float, ws, body, px, py, pz, sf, J_int, chain_dofs):
+    """J_int (3 x nv_int) = the velocity of the world point p, fixed to ``body``, along the
+    ground's normal and its two tangents: for every joint above the body, its world motion
+    column [v_o; w] (about the world origin) gives the point's velocity v_o + w x p. After
+    body_placements. The internal velocity indices of those joints (the only nonzero columns)
+    go into chain_dofs, from the body up; returns how many. (kinematics.frame_jacobian's walk,
+    projected at a point: other output.)"""
+    s = body_int.shape[0] * WS_COLS
+    S, col = s + SCRATCH_MOTION, s + SCRATCH_MOTION_2
+    J_int[:, :] = 0.0
+    count = 0
+    b = body
+    while b > 0:
+        vi = body_int[b, VIDX]
+        for k in range(body_int[b, NVJ]):
+            motion_subspace_column(body_int[b, JTYPE], body_float, b * BODY_FLOAT_COLS, k, ws, S)
+            motion_to_parent(ws, b * WS_COLS + O, ws, S, ws, col)
+            wx, wy, wz = ws[col + 3], ws[col + 4], ws[col + 5]
+            ux = ws[col] + wy * pz - wz * py
+            uy = ws[col + 1] + wz * px - wx * pz
+            uz = ws[col + 2] + wx * py - wy * px
+            for d in range(3):
+                n = L.NORMAL if d == 0 else (L.T1 if d == 1 else L.T2)
+                J_int[d, vi + k] = sf[n] * ux + sf[n + 1] * uy + sf[n + 2] * uz
+            chain_dofs[count] = vi + k
+            count += 1
+        b = body_int[b, PARENT]
+    return count
+
+
+@kernel
+def contact_point(ws, sf, si, p, out):
+    """out[0:3] = the world location of contact candidate p (the lowest point of its sphere, or
+    its rim quarter's point), out[3] = its gap to the ground (< 0: penetrating)."""
+    body = si[si[L.POINT_BODY_AT] + p]
+    o = body * WS_COLS + O
+    row = si[L.POINTS_AT] + p * L.POINT_COLS
+    c, ax_, u_ = row + L.POINT_CENTER, row + L.POINT_AXIS, row + L.POINT_U
+    nx, ny, nz = sf[L.NORMAL], sf[L.NORMAL + 1], sf[L.NORMAL + 2]
+    # world centre: oR c + op
+    cx = ws[o] * sf[c] + ws[o + 1] * sf[c + 1] + ws[o + 2] * sf[c + 2] + ws[o + 9]
+    cy = ws[o + 3] * sf[c] + ws[o + 4] * sf[c + 1] + ws[o + 5] * sf[c + 2] + ws[o + 10]
+    cz = ws[o + 6] * sf[c] + ws[o + 7] * sf[c + 1] + ws[o + 8] * sf[c + 2] + ws[o + 11]
+    radius = sf[row + L.POINT_RADIUS]
+    if si[si[L.POINT_KIND_AT] + p] == L.SPHERE:
+        dx, dy, dz = -nx, -ny, -nz
+    else:                  # a rim: its lowest point, or a fixed quarter when it lies flat
+        ax = ws[o] * sf[ax_] + ws[o + 1] * sf[ax_ + 1] + ws[o + 2] * sf[ax_ + 2]
+        ay = ws[o + 3] * sf[ax_] + ws[o + 4] * sf[ax_ + 1] + ws[o + 5] * sf[ax_ + 2]
+        az = ws[o + 6] * sf[ax_] + ws[o + 7] * sf[ax_ + 1] + ws[o + 8] * sf[ax_ + 2]
+        na = nx * ax + ny * ay + nz * az
+        dx, dy, dz = -(nx - na * ax), -(ny - na * ay), -(nz - na * az)
+        norm = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if norm > 1e-9:
+            dx, dy, dz = dx / norm, dy / norm, dz / norm
+        else:
+            dx = ws[o] * sf[u_] + ws[o + 1] * sf[u_ + 1] + ws[o + 2] * sf[u_ + 2]
+            dy = ws[o + 3] * sf[u_] + ws[o + 4] * sf[u_ + 1] + ws[o + 5] * sf[u_ + 2]
+            dz = ws[o + 6] * sf[u_] + ws[o + 7] * sf[u_ + 1] + ws[o + 8] * sf[u_ + 2]
+        for _ in range(si[si[L.POINT_K_AT] + p]):     # a quarter turn about the axis
+            dx, dy, dz = ay * dz - az * dy, az * dx - ax * dz, ax * dy - ay * dx
+    out[0], out[1], out[2] = cx + radius * dx, cy + radius * dy, cz + radius * dz
+    out[3] = nx * out[0] + ny * out[1] + nz * out[2] - sf[L.HEIGHT]
+
+

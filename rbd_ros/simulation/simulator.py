@@ -25,8 +25,9 @@ import rbd_ros.dynamics as rbd
 from rbd_ros.dynamics.arguments import external_wrenches
 
 from . import layout as L
+from . import tables
 from .contact import ContactPoint, candidates, ground_frame
-from .step import simulate, work_sizes
+from .step import point_locations, simulate
 
 INTEGRATORS = ('rk4', 'semi_implicit_euler')
 POSITION_LIMITS = ('constraint', 'spring', 'off')
@@ -55,8 +56,11 @@ class SimOptions:
     contact_damping: float = 1e3      # N s/m per contact point
     collision_contacts: bool = True   # the URDF <collision> shapes touch the ground
     contact_points: tuple = ()        # more points: ContactPoint or "link x y z radius"
-    solver_sweeps: int = 200          # the row solver's budget per step
-    solver_tolerance: float = 1e-13
+    solver_iterations: int = 50       # the constraint solver's Newton iterations per step
+    solver_tolerance: float = 1e-10   # ... until no row's velocity moves by more than this
+                                      # times (1 + max |v*|) (m/s, rad/s)
+    solver_sweeps: int | None = None  # (the old name of solver_iterations, from the
+                                      # Gauss-Seidel solver: when given, it is the budget)
 
     def __post_init__(self):
         if self.integrator not in INTEGRATORS:
@@ -66,6 +70,13 @@ class SimOptions:
                              f'got {self.position_limits!r}')
         if not self.dt > 0:
             raise ValueError(f'dt must be > 0, got {self.dt}')
+        if self.solver_sweeps is not None:
+            object.__setattr__(self, 'solver_iterations', int(self.solver_sweeps))
+        if not self.solver_iterations >= 1:
+            raise ValueError(f'solver_iterations must be >= 1, got {self.solver_iterations}')
+        if not (math.isfinite(self.solver_tolerance) and self.solver_tolerance > 0):
+            raise ValueError(f'solver_tolerance must be a finite number > 0, got '
+                             f'{self.solver_tolerance!r}')
         for name in ('friction_coefficient', 'contact_stiffness', 'contact_damping'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
@@ -97,72 +108,22 @@ class Simulator:
         points = [p if isinstance(p, ContactPoint) else ContactPoint.parse(p)
                   for p in o.contact_points]
         if self.ground:
-            self.points, self.notes = candidates(model, points, o.collision_contacts)
+            found, self.notes = candidates(model, points, o.collision_contacts)
+            # grouped by body (a stable sort: each link's points stay in order), so that a
+            # body clear of the ground skips its points at once (contact.body_clear_of_ground)
+            self.points = sorted(found, key=lambda c: c.body)
         else:
             self.points, self.notes = [], []
         nv, nq = model.nv, model.nq
         rows = model.single_dof_joints()
         self.row_v = np.array([j.v_index for j in rows], dtype=np.int64)
         self.row_q = np.array([j.q_index for j in rows], dtype=np.int64)
-        maxrows = 2 * len(rows) + 3 * len(self.points)
-        mimic = model._mimic_rows
-        # integers: scalars, then the arrays (layout.py)
-        si_arrays = [('ROWS_V_AT', self.row_v), ('ROWS_Q_AT', self.row_q),
-                     ('POINT_BODY_AT', [c.body for c in self.points]),
-                     ('POINT_KIND_AT', [c.kind for c in self.points]),
-                     ('POINT_K_AT', [c.quarter for c in self.points]),
-                     ('Q_FULL_AT', model.q_full_index),
-                     ('MIMIC_AT', [x for m in mimic for x in m[:4]])]
-        n, t1, t2 = ground_frame(o.ground_normal)
-        sf_scalars = np.zeros(L.SF_LEN)
-        sf_scalars[L.DT] = o.dt
-        sf_scalars[L.BOUND] = o.divergence_bound
-        sf_scalars[L.LIMIT_K], sf_scalars[L.LIMIT_C] = o.limit_stiffness, o.limit_damping
-        sf_scalars[L.CONTACT_K], sf_scalars[L.CONTACT_C] = o.contact_stiffness, o.contact_damping
-        sf_scalars[L.MU] = o.friction_coefficient
-        sf_scalars[L.NORMAL:L.NORMAL + 3] = n
-        sf_scalars[L.HEIGHT] = o.ground_height
-        sf_scalars[L.T1:L.T1 + 3], sf_scalars[L.T2:L.T2 + 3] = t1, t2
-        sf_scalars[L.TOLERANCE] = o.solver_tolerance
-        limits = np.column_stack([model.lower_limits[self.row_q], model.upper_limits[self.row_q],
-                                  model.velocity_limits[self.row_v], model.friction[self.row_v]])
-        point_rows = np.array([np.concatenate([c.center, [c.radius], c.axis, c.u])
-                               for c in self.points]).reshape(-1, L.POINT_COLS)
-        sf_arrays = [('ROW_LIMITS_AT', limits),
-                     ('PER_V_AT', np.concatenate([model.damping, model.effort_limits])),
-                     ('POINTS_AT', point_rows),
-                     ('MIMIC_FLOAT_AT', [x for m in mimic for x in m[4:]]),
-                     ('G_AT', model.mimic_map if model.has_mimic else np.zeros(0))]
-        si = np.zeros(L.SI_LEN, dtype=np.int64)
-        si[[L.NV, L.NQ, L.NV_INT, L.NQ_INT]] = nv, nq, model.nv_full, model.nq_full
-        si[L.DIRECT] = int(model.direct)
-        si[L.RK4] = int(o.integrator == 'rk4')
-        si[L.DAMPING], si[L.FRICTION] = int(o.damping), int(o.friction)
-        si[L.EFFORT_LIMITS], si[L.VELOCITY_LIMITS] = int(o.effort_limits), int(o.velocity_limits)
-        si[L.POSITION_LIMITS] = POSITION_LIMITS.index(o.position_limits)
-        si[L.NROWS], si[L.NPOINTS], si[L.GROUND] = len(rows), len(self.points), int(self.ground)
-        si[L.SWEEPS], si[L.NMIMIC] = o.solver_sweeps, len(mimic)
-        si[L.FLOATING] = int(model.floating_base)
-        si[L.MAXROWS] = maxrows
-        si_parts, sf_parts = [si], [sf_scalars]
-        at = L.SI_LEN
-        for slot, values in si_arrays:
-            values = np.asarray(values, dtype=np.int64).ravel()
-            si[getattr(L, slot)] = at
-            si_parts.append(values)
-            at += len(values)
-        at = L.SF_LEN
-        for slot, values in sf_arrays:
-            values = np.asarray(values, dtype=float).ravel()
-            si[getattr(L, slot)] = at
-            sf_parts.append(values)
-            at += len(values)
-        self._si = np.concatenate(si_parts)
-        self._sf = np.concatenate(sf_parts)
-        floats, ints = work_sizes(nv, nq, model.nv_full, model.nq_full, maxrows,
-                                  len(self.points))
-        self._work = np.zeros(floats)
-        self._iwork = np.zeros(ints, dtype=np.int64)
+        # W and the solver's Hessian are factored over the tree's dof parents (branch-induced
+        # sparsity: J^T S J of a point's rows stays within it), dense with mimic joints
+        factor_parent = (model.dof_parent if model.direct
+                         else np.arange(-1, nv - 1, dtype=np.int64))
+        self._si, self._sf, self._work, self._iwork = tables.build(model, o, self.points,
+                                                                   factor_parent)
         self._command = np.zeros((5, nv))
         self._f_ext = np.zeros((model.body_int.shape[0], 6))
         self._out = np.zeros(nv + L.OUT_COLS * len(self.points))
@@ -177,7 +138,7 @@ class Simulator:
         # compiled (or loaded from numba's cache) now, not in a first step
         simulate(self.data.handle, self._si, self._sf, self._q.copy(), self._v.copy(),
                  self._command, self._f_ext, self._out.copy(), self._stats.copy(),
-                 self._work, self._iwork, 0)
+                 self._work.copy(), self._iwork.copy(), 0)
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -204,22 +165,26 @@ class Simulator:
 
     @property
     def unconverged_solves(self) -> int:
-        """Row solves (pgs.py: joint friction and limits, drives, contacts) that ran out of
-        ``solver_sweeps`` before reaching ``solver_tolerance``, since the simulator was made.
-        A step solves once, twice when a drive nears its speed limit (a trial solve first);
-        after an unconverged solve it goes on with the last iterate's impulses, so its
-        friction, limits, drives and contacts hold only approximately. sim_node reports it in
-        /diagnostics (``unconverged_solves``) and logs a WARN (throttled)."""
+        """Constraint solves (solver.py: joint friction and limits, drives, contacts) that ran
+        out of ``solver_iterations`` before reaching ``solver_tolerance``, since the simulator
+        was made (a step with rows solves once). Such a step goes on with the last iterate,
+        whose impulses each keep their own law (friction within the last cone, nothing that
+        adds energy), so its friction, limits, drives and contacts hold only approximately.
+        sim_node reports it in /diagnostics (``unconverged_solves``) and logs a WARN."""
         return int(self._stats[L.STAT_UNCONVERGED])
 
     @property
     def solver_stats(self) -> dict:
-        """The row solver since the simulator was made: ``steps``, ``unconverged_solves``
-        (above), ``max_sweeps`` (the most one solve took, at most
-        ``solver_sweeps``) and ``rows`` (in the last solve)."""
+        """The constraint solver since the simulator was made: ``steps``, ``solves`` (steps
+        with rows), ``unconverged_solves`` (above), ``iterations`` (Newton iterations in
+        all), ``max_iterations`` (the most one solve took, at most ``solver_iterations``;
+        ``max_sweeps`` is its old name) and ``rows`` (in the last solve)."""
         s = self._stats
-        return {'steps': int(s[L.STAT_STEPS]), 'unconverged_solves': int(s[L.STAT_UNCONVERGED]),
-                'max_sweeps': int(s[L.STAT_MAX_SWEEPS]), 'rows': int(s[L.STAT_ROWS])}
+        return {'steps': int(s[L.STAT_STEPS]), 'solves': int(s[L.STAT_SOLVES]),
+                'unconverged_solves': int(s[L.STAT_UNCONVERGED]),
+                'iterations': int(s[L.STAT_ITERATIONS]),
+                'max_iterations': int(s[L.STAT_MAX_ITERATIONS]),
+                'max_sweeps': int(s[L.STAT_MAX_ITERATIONS]), 'rows': int(s[L.STAT_ROWS])}
 
     # -- inputs --------------------------------------------------------------------------------
     def set_effort(self, tau) -> None:
@@ -295,31 +260,11 @@ class Simulator:
 
     def point_locations(self, q=None):
         """[(link, world location of each contact candidate's lowest point)] at q (the state's
-        by default)."""
-        q = self._q if q is None else q
-        poses = rbd.frame_poses(self.model, q, data=self.data)
-        n = self._sf[L.NORMAL:L.NORMAL + 3]
-        out = []
-        for c in self.points:
-            T = poses[c.link]
-            # the body frame from the link frame: body = link pose o (link in body)^-1
-            f = self.model.frame_index[c.link]
-            P = self.model.frame_placement[f]
-            E, r = P[:9].reshape(3, 3), P[9:]
-            R_body = T[:3, :3] @ E.T
-            p_body = T[:3, 3] - R_body @ r
-            centre = R_body @ c.center + p_body
-            if c.kind == L.SPHERE:
-                out.append((c.link, centre - c.radius * n))
-                continue
-            a = R_body @ c.axis
-            d = -(n - (n @ a) * a)
-            norm = np.linalg.norm(d)
-            d = d / norm if norm > 1e-9 else R_body @ c.u
-            for _ in range(c.quarter):
-                d = np.cross(a, d)
-            out.append((c.link, centre + c.radius * d))
-        return out
+        by default): the step's own contact geometry (contact.contact_point)."""
+        q = np.ascontiguousarray(self._q if q is None else q, dtype=float)
+        found = np.empty((len(self.points), 4))
+        point_locations(self.data.handle, self._si, self._sf, q, self._work, found)
+        return [(c.link, found[k, :3].copy()) for k, c in enumerate(self.points)]
 
 
 def _assign(state: np.ndarray, value, name: str) -> None:

@@ -1,0 +1,465 @@
+"""The constraint rows' impulses: one convex problem over the step's velocities, solved by
+Newton's method, as MuJoCo's Newton solver and Drake's SAP solve theirs.
+
+The rows stage of a step (step.py) ends at
+
+    v+ = argmin_v  1/2 v^T W v - v^T M v* + sum_r l_r(J_r v)
+
+with W = M + dt D (the joints' viscous damping, implicit) and v* the smooth step's velocity.
+Each row r is a direction J_r in velocity space (a joint's unit row, a contact's normal or
+tangent at a point) whose impulse lam_r = -l_r'(u) is a monotone function of the row's velocity
+u = J_r v (so l_r is convex and the problem strictly convex: v+ is unique even where the
+impulses are not, as on a box resting on four corners):
+
+LIMIT    a joint's velocity bounds [lo, hi] (position limits, speed limits) and its Coulomb
+         friction (|lam| <= fric, holding the joint still when it can): l = fric |u| on
+         [lo, hi], infinite outside. Hard, so regularised and made exact by the method of
+         multipliers: lam = mult + (w - u) / r with w = prox(u - r mult) the velocity the row
+         allows; each outer round sets mult = lam, and the row's error w - u shrinks by about
+         r / (r + G_rr) per round (r = 1e-6 G_rr: one or two rounds).
+SOFT     a spring-damper lam = b - a u kept in [lo, hi]: a contact's normal ([0, inf): it never
+         pulls), a drive's PD within its effort limit. Smooth; exact as it is.
+TANGENT  two rows (r, r + 1), a contact's tangent plane: Coulomb friction in a disk of
+         radius rho, smoothed at its centre: lam_t = -rho u_t / sqrt(|u_t|^2 + (c rho)^2),
+         i.e. -u_t / c at small slip (stiction: the contact creeps at c |lam_t|, c the stick
+         compliance; 2.1 c rho at 0.9 of the cone) and on the rim against the slip once it
+         slides (maximal dissipation). A kink there (a disk and a stiff centre) would leave
+         Newton alternating between the two Hessians near it, converging only linearly; the
+         smooth law converges quadratically through stick and slip. The radius rho = mu lam_n
+         is the normal impulse of the last outer round:
+         Coulomb's cone couples the two, which no convex problem can say exactly (MuJoCo and
+         SAP relax it, and a sliding body then hovers by about mu |v_t| (dt + c_n/k_n): a
+         centimetre at 1 m/s here); the outer rounds reach the exact cone instead.
+
+Newton: the gradient g = W v - M v* - J^T lam(J v), the Hessian H = W + J^T S J (S = -dlam/du,
+per row, a 2 x 2 block per tangent pair), the step d = -H^-1 g (spd.py's L^T D L over the tree's
+parent array: J^T S J keeps the branch-induced pattern of M), then an exact line search along d
+(the cost's derivative along d is monotone: a safeguarded Newton on it, O(rows) per trial). Every
+l_r is piecewise quadratic but a contact's disk, so once no row changes piece under a full step
+the iterate is the minimum (to rounding); with contacts, Newton converges quadratically. The inner loop ends there or when a step moves no velocity by more than the
+tolerance; the outer round then updates the multipliers and the disks' radii, and the solve
+ends when neither moves a row's velocity by more than the tolerance either.
+
+A solve that runs out of iterations keeps its last iterate: every row's impulse is then within
+its own law (friction within the last radius, limits and drives as the iterate has them), each
+dissipative, so the step gains no energy; it is counted (``STAT_UNCONVERGED``).
+"""
+import math
+
+from rbd_ros.dynamics._jit import kernel
+from rbd_ros.dynamics.spd import ltdl_factor, ltdl_solve
+
+from .layout import (LIMIT, ROW_A, ROW_B, ROW_DU, ROW_FRIC, ROW_HI, ROW_KIND, ROW_LAM, ROW_LO,
+                     ROW_MULT, ROW_NNZ, ROW_PARTNER, ROW_PIECE, ROW_R, ROW_RADIUS, ROW_SLOPE,
+                     ROW_SLOPE_X, ROW_U, SOFT, TANGENT)
+
+#: a LIMIT row's regularisation relative to its G_rr (W's diagonal estimate): each multiplier
+#: round leaves 1e-6 of the last round's error, and H stays well conditioned (a held row adds
+#: 1e6 / G_rr); stiffer (1e-8) took more Newton iterations on a limp humanoid lying on its
+#: joint limits (its kinks stop the line search sooner), softer (1e-4) more rounds
+LIMIT_REGULARISATION = 1e-6
+#: a contact's tangent rows are a touch compliant, relative to their G = J W^-1 J^T: a foot on
+#: four points has 8 tangent rows for 3 in-plane motions. A sticking contact slips at
+#: STICK_COMPLIANCE G lam_t: 1.3e-7 m/s for a 1 kg box on a 20 degree slope.
+STICK_COMPLIANCE = 1e-4
+#: the line search ends when the cost's slope along d is this fraction of its start
+LINE_SEARCH_TOLERANCE = 1e-3
+
+# pieces of a row's law (a row that changes piece changes the Hessian or the impulse's
+# constant part): sliding up, sliding down, stuck, at a bound, a spring inside its bounds
+UP, DOWN, STUCK, AT_LO, AT_HI, INSIDE = 0, 1, 2, 3, 4, 5
+
+
+@kernel
+def limit_impulse(u, mult, r, lo, hi, fric):
+    """(lam, slope, piece) of a LIMIT row at velocity u: the velocity the row allows,
+    w = clip(shrink(u - r mult, r fric), lo, hi) (friction holds u at 0 unless the force it
+    takes exceeds fric), and lam = (w - (u - r mult)) / r, written out per piece (sliding:
+    exactly -+fric; (x - r fric - x) / r would lose the digits that r fric is below x)."""
+    x = u - r * mult
+    t = r * fric
+    if x > t:
+        w, lam, piece = x - t, -fric, UP
+    elif x < -t:
+        w, lam, piece = x + t, fric, DOWN
+    else:
+        w, lam, piece = 0.0, -x / r, STUCK
+    if lo > hi or w < lo:           # (a joint past both bounds' reach: the lower one wins)
+        lam, piece = (lo - x) / r, AT_LO
+    elif w > hi:
+        lam, piece = (hi - x) / r, AT_HI
+    return lam, (0.0 if piece == UP or piece == DOWN else 1.0 / r), piece
+
+
+@kernel
+def soft_impulse(u, a, b, lo, hi):
+    """(lam, slope, piece) of a SOFT row: b - a u within [lo, hi]."""
+    lam = b - a * u
+    if lam < lo:
+        return lo, 0.0, AT_LO
+    if lam > hi:
+        return hi, 0.0, AT_HI
+    return lam, a, INSIDE
+
+
+@kernel
+def tangent_impulse(u1, u2, c, radius):
+    """(lam1, lam2, s11, s12, s22, piece) of a tangent pair: Coulomb's disk of ``radius``
+    smoothed at its centre, lam = -radius u / sqrt(|u|^2 + (c radius)^2): -u / c at small
+    slip (stiction, stiff), on the rim against the slip beyond a few c radius of it; s =
+    -d lam / d u = (radius / s) (I - u u^T / s^2), s = sqrt(|u|^2 + (c radius)^2)."""
+    if not radius > 0.0:
+        return 0.0, 0.0, 0.0, 0.0, 0.0, UP
+    e = c * radius
+    s2 = u1 * u1 + u2 * u2 + e * e
+    s = math.sqrt(s2)
+    k = radius / s
+    return -k * u1, -k * u2, k * (1.0 - u1 * u1 / s2), -k * u1 * u2 / s2, \
+        k * (1.0 - u2 * u2 / s2), (STUCK if u1 * u1 + u2 * u2 <= e * e else UP)
+
+
+@kernel
+def evaluate_rows(rf, ri, nrows):
+    """Every row's impulse, slope and piece at its velocity rf[ROW_U]. Returns (whether a
+    row changed its piece, whether a sliding contact (the one law that is not piecewise
+    quadratic) is among them)."""
+    changed = False
+    curved = False
+    r = 0
+    while r < nrows:
+        kind = ri[ROW_KIND, r]
+        if kind == TANGENT:
+            l1, l2, s11, s12, s22, piece = tangent_impulse(
+                rf[ROW_U, r], rf[ROW_U, r + 1], rf[ROW_R, r], rf[ROW_RADIUS, r])
+            rf[ROW_LAM, r], rf[ROW_LAM, r + 1] = l1, l2
+            rf[ROW_SLOPE, r], rf[ROW_SLOPE, r + 1], rf[ROW_SLOPE_X, r] = s11, s22, s12
+            changed = changed or ri[ROW_PIECE, r] != piece
+            ri[ROW_PIECE, r] = piece
+            curved = curved or rf[ROW_RADIUS, r] > 0.0      # (a smooth, not quadratic, law)
+            r += 2
+            continue
+        if kind == LIMIT:
+            lam, slope, piece = limit_impulse(rf[ROW_U, r], rf[ROW_MULT, r], rf[ROW_R, r],
+                                              rf[ROW_LO, r], rf[ROW_HI, r], rf[ROW_FRIC, r])
+        else:
+            lam, slope, piece = soft_impulse(rf[ROW_U, r], rf[ROW_A, r], rf[ROW_B, r],
+                                             rf[ROW_LO, r], rf[ROW_HI, r])
+        rf[ROW_LAM, r], rf[ROW_SLOPE, r] = lam, slope
+        changed = changed or ri[ROW_PIECE, r] != piece
+        ri[ROW_PIECE, r] = piece
+        r += 1
+    return changed, curved
+
+
+@kernel
+def row_velocities(J, nz, ri, nrows, x, field, rf):
+    """rf[field, r] = J_r x for every row (over its nonzero columns)."""
+    for r in range(nrows):
+        s = 0.0
+        for k in range(ri[ROW_NNZ, r]):
+            c = nz[r, k]
+            s += J[r, c] * x[c]
+        rf[field, r] = s
+
+
+@kernel
+def slope_along(rf, ri, nrows, alpha):
+    """(sum_r lam_r(u_r + alpha du_r) du_r, sum_r du_r S_r(u_r + alpha du_r) du_r): the rows'
+    part of the cost's first and second derivative along the search direction."""
+    first = 0.0
+    second = 0.0
+    r = 0
+    while r < nrows:
+        kind = ri[ROW_KIND, r]
+        u = rf[ROW_U, r] + alpha * rf[ROW_DU, r]
+        du = rf[ROW_DU, r]
+        if kind == TANGENT:
+            du2 = rf[ROW_DU, r + 1]
+            l1, l2, s11, s12, s22, _ = tangent_impulse(
+                u, rf[ROW_U, r + 1] + alpha * du2, rf[ROW_R, r], rf[ROW_RADIUS, r])
+            first += l1 * du + l2 * du2
+            second += s11 * du * du + 2.0 * s12 * du * du2 + s22 * du2 * du2
+            r += 2
+            continue
+        if kind == LIMIT:
+            lam, slope, _ = limit_impulse(u, rf[ROW_MULT, r], rf[ROW_R, r], rf[ROW_LO, r],
+                                          rf[ROW_HI, r], rf[ROW_FRIC, r])
+        else:
+            lam, slope, _ = soft_impulse(u, rf[ROW_A, r], rf[ROW_B, r], rf[ROW_LO, r],
+                                         rf[ROW_HI, r])
+        first += lam * du
+        second += slope * du * du
+        r += 1
+    return first, second
+
+
+@kernel
+def line_search(rf, ri, nrows, d_g, d_W_d):
+    """The step length alpha > 0 that minimises the cost along d: the root of
+    phi'(alpha) = d^T g + alpha d^T W d - sum_r (lam_r(u_r + alpha du_r) - lam_r(u_r)) du_r,
+    monotone in alpha (d^T g < 0 at the start). Safeguarded Newton from alpha = 1 (the full
+    Newton step, exact when no row changes piece)."""
+    base, _ = slope_along(rf, ri, nrows, 0.0)
+    lo_a, hi_a = 0.0, math.inf
+    target = LINE_SEARCH_TOLERANCE * abs(d_g)
+    alpha = 1.0
+    for _ in range(50):
+        rows_first, rows_second = slope_along(rf, ri, nrows, alpha)
+        slope = d_g + alpha * d_W_d - (rows_first - base)
+        if abs(slope) <= target:
+            return alpha
+        if slope < 0.0:
+            lo_a = alpha
+        else:
+            hi_a = alpha
+        step = alpha - slope / (d_W_d + rows_second)
+        if step <= lo_a or step >= hi_a:        # outside the bracket: bisect (or double)
+            step = 0.5 * (lo_a + hi_a) if math.isfinite(hi_a) else 2.0 * alpha
+        if hi_a - lo_a <= 1e-12 * hi_a:
+            return step
+        alpha = step
+    return alpha
+
+
+@kernel
+def assemble_hessian(W, parent, J, nz, rf, ri, nrows, H, predicted):
+    """H = W + J^T S J, lower triangle (what spd.py reads), over each row's nonzero columns
+    (a tangent pair's two rows share theirs: they are one point's). ``predicted``: what held
+    last step counts as held though the start has it just free, a LIMIT row whose
+    warm-started multiplier is not 0 and a contact that stuck (ROW_MULT 1 on its pair: the
+    stick block 1 / c): its bound moved with the step, and a first step that ignored it would
+    run into its stiff kink at once (the line search then stops a millionth of the way).
+    A predicted row takes the piece it is predicted in: the next evaluate_rows says whether
+    the prediction held at the new iterate (a step under a wrong one is not the solution's)."""
+    n = W.shape[0]
+    for i in range(n):                  # (W's lower triangle within the parent pattern)
+        H[i, i] = W[i, i]
+        j = parent[i]
+        while j >= 0:
+            H[i, j] = W[i, j]
+            j = parent[j]
+    r = 0
+    while r < nrows:
+        if ri[ROW_KIND, r] == TANGENT:
+            s11, s22, s12 = rf[ROW_SLOPE, r], rf[ROW_SLOPE, r + 1], rf[ROW_SLOPE_X, r]
+            if predicted and rf[ROW_MULT, r] == 1.0 and ri[ROW_PIECE, r] != STUCK:
+                s11, s22, s12 = 1.0 / rf[ROW_R, r], 1.0 / rf[ROW_R, r], 0.0
+                ri[ROW_PIECE, r] = STUCK
+            if s11 != 0.0 or s22 != 0.0 or s12 != 0.0:
+                for ka in range(ri[ROW_NNZ, r]):     # (both rows of a pair share their columns)
+                    a = nz[r, ka]
+                    ja1, ja2 = J[r, a], J[r + 1, a]
+                    for kb in range(ri[ROW_NNZ, r]):
+                        b = nz[r, kb]
+                        if b <= a:
+                            jb1, jb2 = J[r, b], J[r + 1, b]
+                            H[a, b] += (s11 * ja1 * jb1 + s22 * ja2 * jb2
+                                        + s12 * (ja1 * jb2 + ja2 * jb1))
+            r += 2
+            continue
+        s = rf[ROW_SLOPE, r]
+        if predicted and s == 0.0 and ri[ROW_KIND, r] == LIMIT and rf[ROW_MULT, r] != 0.0:
+            s = 1.0 / rf[ROW_R, r]
+            mult = rf[ROW_MULT, r]        # held by friction, or at the bound it pushed from
+            ri[ROW_PIECE, r] = STUCK if abs(mult) <= rf[ROW_FRIC, r] else (
+                AT_LO if mult > 0.0 else AT_HI)
+        if s != 0.0:
+            for ka in range(ri[ROW_NNZ, r]):
+                a = nz[r, ka]
+                sa = s * J[r, a]
+                for kb in range(ri[ROW_NNZ, r]):
+                    b = nz[r, kb]
+                    if b <= a:
+                        H[a, b] += sa * J[r, b]
+        r += 1
+
+
+@kernel
+def symmetric_times(A, parent, x, out):
+    """out = A x, A symmetric with its lower triangle nonzero only where ``parent`` says
+    (spd.py: the tree's branch-induced pattern, or a chain for a dense A): the tree's cost,
+    not n^2."""
+    n = A.shape[0]
+    for i in range(n):
+        out[i] = A[i, i] * x[i]
+    for i in range(n):
+        j = parent[i]
+        while j >= 0:
+            out[i] += A[i, j] * x[j]
+            out[j] += A[i, j] * x[i]
+            j = parent[j]
+
+
+@kernel
+def gradient(W, parent, Mv, J, nz, rf, ri, nrows, v, g):
+    """g = W v - M v* - J^T lam."""
+    n = W.shape[0]
+    symmetric_times(W, parent, v, g)
+    for i in range(n):
+        g[i] -= Mv[i]
+    for r in range(nrows):
+        lam = rf[ROW_LAM, r]
+        if lam != 0.0:
+            for k in range(ri[ROW_NNZ, r]):
+                c = nz[r, k]
+                g[c] -= J[r, c] * lam
+
+
+@kernel
+def outer_round(rf, ri, nrows, tol_v):
+    """The multipliers and the disks' radii from the iterate's impulses. Returns whether any
+    row's velocity moves by more than tol_v for it (a LIMIT row's error r |lam - mult|, a
+    sliding pair's radius change times its 1 / c)."""
+    moved = False
+    r = 0
+    while r < nrows:
+        kind = ri[ROW_KIND, r]
+        if kind == LIMIT:
+            change = rf[ROW_LAM, r] - rf[ROW_MULT, r]
+            if rf[ROW_R, r] * abs(change) > tol_v:
+                moved = True
+            rf[ROW_MULT, r] = rf[ROW_LAM, r]
+        elif kind == TANGENT:
+            radius = rf[ROW_FRIC, r] * max(rf[ROW_LAM, ri[ROW_PARTNER, r]], 0.0)   # mu lam_n
+            old = rf[ROW_RADIUS, r]
+            if radius != old:
+                # the slip a change moves: G |d lam_t| with d lam_t / d rho = -(|u| / s)^3
+                # along u (0 while it sticks, 1 once it slides; G = c / STICK_COMPLIANCE)
+                u1, u2, e = rf[ROW_U, r], rf[ROW_U, r + 1], rf[ROW_R, r] * old
+                u2s = u1 * u1 + u2 * u2
+                share = (u2s / (u2s + e * e)) ** 1.5 if u2s > 0.0 else 0.0
+                if abs(radius - old) * share * rf[ROW_R, r] / STICK_COMPLIANCE > tol_v:
+                    moved = True
+                rf[ROW_RADIUS, r] = radius
+            r += 2
+            continue
+        r += 1
+    return moved
+
+
+@kernel
+def held_impulses(W, parent, Mv, J, nz, rf, ri, nrows, v, g):
+    """A joint held by its LIMIT row (stuck, or at a bound) takes the impulse that zeroes its
+    coordinate of the gradient: the row's law says it as (w - x) / r, which multiplies the
+    rounding of v by 1 / r (1e-8 of an impulse's size at a wrist); v is not changed."""
+    gradient(W, parent, Mv, J, nz, rf, ri, nrows, v, g)
+    for r in range(nrows):
+        if ri[ROW_KIND, r] == LIMIT and ri[ROW_PIECE, r] >= STUCK and ri[ROW_NNZ, r] == 1:
+            rf[ROW_LAM, r] += g[nz[r, 0]] / J[r, nz[r, 0]]
+
+
+@kernel
+def solve_rows(W, Mv, parent, J, nz, rf, ri, nrows, v, H, g, d, iterations, tol_v):
+    """v (in: the start, out: v+) minimising the step's problem (the module docstring) over
+    the nrows rows. W is M + dt D (dense, both triangles), Mv = M v*. Returns the Newton
+    iterations taken, iterations + 1 when it ran out of them, or -1 when H was not positive
+    definite."""
+    n = W.shape[0]
+    taken = 0
+    full_step = False       # the last step was a full Newton step
+    modelled = False        # ... or within a tenth of one
+    small_step = False      # the last step moved no velocity by more than tol_v
+    while True:
+        row_velocities(J, nz, ri, nrows, v, ROW_U, rf)
+        changed, curved = evaluate_rows(rf, ri, nrows)   # (pieces against the Hessian's)
+        if taken > 0 and modelled and not changed and curved and not small_step:
+            # a contact's law is not quadratic: after a step its model held (alpha near 1), is
+            # the next Newton step already within the tolerance? Measured with the last factor
+            # (H holds it still: a solve, not a factorisation), as a simplified Newton step
+            # would be
+            gradient(W, parent, Mv, J, nz, rf, ri, nrows, v, g)
+            for i in range(n):
+                d[i] = g[i]
+            ltdl_solve(H, parent, d)
+            largest = 0.0
+            for i in range(n):
+                largest = max(largest, abs(d[i]))
+            small_step = largest <= tol_v
+        if taken > 0 and (small_step or (full_step and not changed)):
+            # the inner problem is solved, or Newton is in its last piece: the outer round
+            # (each round taking one Newton iteration, not a converged inner solve); done
+            # when it moves no row and the inner problem is solved
+            moved = outer_round(rf, ri, nrows, tol_v)
+            if not moved and (small_step or not curved):
+                held_impulses(W, parent, Mv, J, nz, rf, ri, nrows, v, g)
+                return taken
+            if moved:
+                evaluate_rows(rf, ri, nrows)
+        if taken >= iterations:
+            return iterations + 1
+        gradient(W, parent, Mv, J, nz, rf, ri, nrows, v, g)
+        assemble_hessian(W, parent, J, nz, rf, ri, nrows, H, taken == 0)
+        if not ltdl_factor(H, parent):
+            return -1
+        for i in range(n):
+            d[i] = -g[i]
+        ltdl_solve(H, parent, d)
+        row_velocities(J, nz, ri, nrows, d, ROW_DU, rf)
+        d_g = 0.0
+        for i in range(n):
+            d_g += d[i] * g[i]
+        symmetric_times(W, parent, d, g)    # (g is made again next iteration)
+        d_W_d = 0.0         # (not as -d^T g - du^T S du: that cancels when stiff rows rule H)
+        for i in range(n):
+            d_W_d += d[i] * g[i]
+        taken += 1
+        if not d_g < 0.0:         # (g is zero to rounding: nothing to gain)
+            small_step = True
+            full_step = False
+            continue
+        alpha = line_search(rf, ri, nrows, d_g, d_W_d)
+        largest = 0.0
+        for i in range(n):
+            step = alpha * d[i]
+            v[i] += step
+            largest = max(largest, abs(step))
+        full_step = alpha == 1.0
+        modelled = abs(alpha - 1.0) <= 0.1
+        small_step = largest <= tol_v
+
+
+@kernel
+def cost(W, parent, Mv, J, nz, rf, ri, nrows, v):
+    """The problem's cost at v, 1/2 v^T W v - v^T M v* + sum_r l_r(J_r v) (each l_r up to a
+    constant: for comparing two starts). Leaves the rows' velocities at v in rf[ROW_U]."""
+    n = W.shape[0]
+    total = 0.0
+    for i in range(n):                  # (W's lower triangle within the parent pattern)
+        s = 0.5 * W[i, i] * v[i]
+        j = parent[i]
+        while j >= 0:
+            s += W[i, j] * v[j]
+            j = parent[j]
+        total += v[i] * (s - Mv[i])
+    row_velocities(J, nz, ri, nrows, v, ROW_U, rf)
+    r = 0
+    while r < nrows:
+        kind = ri[ROW_KIND, r]
+        u = rf[ROW_U, r]
+        if kind == TANGENT:         # radius (sqrt(|u|^2 + (c radius)^2) - c radius)
+            c, radius = rf[ROW_R, r], rf[ROW_RADIUS, r]
+            e = c * radius
+            total += radius * (math.sqrt(u * u + rf[ROW_U, r + 1] * rf[ROW_U, r + 1] + e * e) - e)
+            r += 2
+            continue
+        if kind == LIMIT:           # the Moreau envelope fric |w| + (x - w)^2 / 2r
+            rr, fric = rf[ROW_R, r], rf[ROW_FRIC, r]
+            x = u - rr * rf[ROW_MULT, r]
+            lam, _, _ = limit_impulse(u, rf[ROW_MULT, r], rr, rf[ROW_LO, r], rf[ROW_HI, r],
+                                      fric)
+            w = x + rr * lam
+            total += fric * abs(w) + 0.5 * rr * lam * lam
+        else:                       # SOFT: a u^2 / 2 - b u between the clips, linear beyond
+            a, b, lo, hi = rf[ROW_A, r], rf[ROW_B, r], rf[ROW_LO, r], rf[ROW_HI, r]
+            if a > 0.0:
+                u_hi, u_lo = (b - hi) / a, (b - lo) / a     # lam = hi below u_hi, lo above u_lo
+                if u < u_hi:
+                    total += -hi * (u - u_hi) + 0.5 * a * u_hi * u_hi - b * u_hi
+                elif u > u_lo:
+                    total += -lo * (u - u_lo) + 0.5 * a * u_lo * u_lo - b * u_lo
+                else:
+                    total += 0.5 * a * u * u - b * u
+            else:
+                total -= min(max(b, lo), hi) * u
+        r += 1
+    return total
