@@ -22,6 +22,8 @@ setup(
     extras_require={
         'fast': ['numba>=0.56'],       # the oldest measured (README: numba versions)
         'demo': ['matplotlib'],         # the demo's plot
+        # a robot_description_file or --urdf named *.xacro is expanded with xacro (ROS's, on PyPI)
+        'xacro': ['xacro'],
         # python -m rbd_ros analyze: rosbag2 logs without ROS, filters, Dask, plots
         'analyze': ['rosbags>=0.10', 'scipy', 'dask[distributed]', 'matplotlib'],
         # pin (Pinocchio) is the test oracle; example-robot-data the corpus of public robots;
