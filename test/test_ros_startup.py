@@ -199,3 +199,51 @@ def test_sim_node_without_commands_keeps_real_time_and_stops_on_ctrl_c(ros):
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
+
+
+
+def start_and_stop(command, ready, timeout=60.0):
+    """Run ``command`` in bash (as a user types it, <(...) included) until ``ready(output)``,
+    then Ctrl-C it: (status, output)."""
+    import threading
+    proc = subprocess.Popen(['bash', '-c', command], env=child_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None and not ready(''.join(lines)):
+        time.sleep(0.1)
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+    except ProcessLookupError:      # (it ended by itself: its output says why)
+        pass
+    proc.wait(timeout=30)
+    reader.join(timeout=5)
+    return proc.returncode, ''.join(lines)
+
+
+def test_urdf_from_a_pipe_and_a_xacro_file(tmp_path):
+    """`--urdf <(cat robot.urdf)` (a pipe: read once), `--urdf robot.urdf.xacro` (expanded with
+    xacro, one INFO line) and bringup with a pipe (read once, given to both nodes): every node
+    loads the model."""
+    import shlex
+    pytest.importorskip('xacro')
+    from test_description import xacro_files
+    xacro_path = xacro_files(tmp_path)
+    dynamics = ' '.join(map(shlex.quote, script('dynamics_node')))
+    bringup = ' '.join(map(shlex.quote, script('bringup')))
+    for command, name, source, nodes in (
+            (f'{dynamics} --urdf <(cat {ARM_PATH})', 'rbd_arm7', 'file /dev/fd/', 1),
+            (f'{dynamics} --urdf {xacro_path}', 'xarm', f'file {xacro_path} (expanded by xacro)',
+             1),
+            (f'{bringup} --nodes dynamics,frames --urdf <(cat {ARM_PATH})', 'rbd_arm7',
+             'parameter', 2)):
+        loaded = f"]: model '{name}' from {source}"
+        status, out = start_and_stop(command, lambda out: out.count(loaded) >= nodes)
+        assert status == 0 and 'Traceback' not in out and '[ERROR]' not in out, out
+        assert out.count(loaded) == nodes, out
+        expanded = [line for line in out.splitlines() if 'expanded with xacro' in line]
+        assert len(expanded) == (1 if 'xacro' in command else 0), out
+        if expanded:
+            assert '[INFO]' in expanded[0] and f'{xacro_path}: a xacro file' in expanded[0]
