@@ -5,7 +5,9 @@ One file: the kinematic tree, the degrees of freedom, the masses, the validation
 by link and joint, the dynamics at a sample pose, then a one-line verdict. Several files: the
 verdict of each. The verdicts are the core's: a file is read and built as
 `Model.from_urdf` does (`read_urdf`, then `Model`), and `--strict` refuses exactly the warnings
-`refused_by_strict` names, the ones for which `Model.from_urdf(..., strict=...)` raises. The
+`refused_by_strict` names, the ones for which `Model.from_urdf(..., strict=...)` raises. Each
+error is printed once, on standard output (the report's stream). Files are read as the nodes
+read them (rbd_ros/description.py: pipes, a .xacro expanded when xacro is importable). The
 help text (DESCRIPTION, EXIT_STATUS) is plain text: argparse prints it as written.
 """
 import argparse

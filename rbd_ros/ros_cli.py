@@ -12,8 +12,10 @@ ros2cli (it is not on PyPI). Works against any ROS 2 node, not only rbd_ros's.
     python -m rbd_ros echo /diagnostics --count 1
 
 Values are YAML, as ros2 param set reads them; a value of the parameter's declared type is
-converted where that loses nothing (1 for a double, [1, 2] for a double array). Exit status 0,
-1 when the node or service does not answer or refuses, 2 for a usage error.
+converted where that loses nothing (1 for a double, [1, 2] for a double array). echo prints each
+message as a YAML document (numbers as numbers, arrays as lists) and a `---` line. Exit status
+0, 1 when the node or service does not answer or refuses, 2 for a usage error; Ctrl-C or
+SIGTERM: 0 for echo (its end without --count), 130 for a command stopped while it waits.
 """
 from __future__ import annotations
 

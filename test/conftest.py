@@ -53,6 +53,23 @@ def script(name):
     return [str(path)] if path.exists() else [sys.executable, '-m', MODULES[name]]
 
 
+def ros_distro():
+    """The ROS 2 distribution under test: from the PyPI wheels (ros-jazzy-rclpy: 'jazzy';
+    ros-rclpy 9: 'kilted'), else ROS_DISTRO (a sourced ROS 2 install), else None."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        version('ros-jazzy-rclpy')
+        return 'jazzy'
+    except PackageNotFoundError:
+        pass
+    try:
+        if version('ros-rclpy').split('.')[0] == '9':
+            return 'kilted'
+    except PackageNotFoundError:
+        pass
+    return os.environ.get('ROS_DISTRO') or None
+
+
 def child_env():
     """The environment of a node process: this test process's domain (ROS_DOMAIN_ID, else a
     private one), loopback."""
