@@ -2,7 +2,8 @@
 # Set up the venv (scripts/setup.sh: .venv; ROS_DISTRO=jazzy for ROS 2 Jazzy) and run the demo on
 # the bundled 7-DoF arm: the simulated arm and the dynamics node in one process, the loop closed
 # by computed-torque feedforward control of a trajectory (three runs: no payload, an unmodelled
-# 2 kg payload, the payload announced), a live table, then a summary and a plot; it stops by itself after about 27 s of simulated time.
+# 2 kg payload, the payload announced), a live table, then a summary and a plot; it stops by
+# itself after about 27 s of simulated time.
 # Extra arguments go to the demo (python -m rbd_ros.demo --help: a URDF path, --payload KG,
 # --plot PATH, --legged for the Solo-12 quadruped).
 set -euo pipefail
