@@ -3,6 +3,7 @@
 and every parameter readable as `ros2 param dump` reads it."""
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import time
@@ -247,3 +248,36 @@ def test_urdf_from_a_pipe_and_a_xacro_file(tmp_path):
         assert len(expanded) == (1 if 'xacro' in command else 0), out
         if expanded:
             assert '[INFO]' in expanded[0] and f'{xacro_path}: a xacro file' in expanded[0]
+
+
+def test_a_colcon_symlink_install_starts_from_the_warm_cache(tmp_path):
+    """`colcon build --symlink-install` in a workspace whose src/rbd_ros is this checkout: the
+    nodes then import rbd_ros through build/rbd_ros/rbd_ros, a link to the same files, so
+    numba's cache directory is the one warmed for this run. A node started from the install
+    loads every kernel from it (numba's own cache log: loaded, never saved) and says nothing
+    about stale kernels; before, a stamp of the kernel sources' absolute paths dropped the
+    whole warm cache and the first launch compiled for 35-70 s."""
+    import shutil
+    colcon = shutil.which('colcon', path=str(pathlib.Path(script('dynamics_node')[0]).parent))
+    if colcon is None:
+        pytest.skip('colcon is not installed (the test extra has colcon-common-extensions)')
+    cache = ROOT / 'rbd_ros' / 'dynamics' / '__pycache__'
+    before = {p.name: p.stat().st_mtime_ns for p in cache.glob('*.nb[ic]')}
+    (tmp_path / 'src').mkdir()
+    (tmp_path / 'src' / 'rbd_ros').symlink_to(ROOT)
+    env = child_env()
+    env['PATH'] = f'{pathlib.Path(colcon).parent}{os.pathsep}{env["PATH"]}'
+    built = subprocess.run([colcon, 'build', '--symlink-install', '--base-paths', 'src/rbd_ros'],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (tmp_path / 'build' / 'rbd_ros' / 'rbd_ros').is_symlink()
+    command = (f'source {tmp_path}/install/setup.bash && NUMBA_DEBUG_CACHE=1 '
+               f'{tmp_path}/install/rbd_ros/lib/rbd_ros/dynamics_node --urdf {ARM_PATH}')
+    status, out = start_and_stop(command, lambda out: "model 'rbd_arm7' from" in out, 120)
+    assert status == 0 and "model 'rbd_arm7' from" in out, out[-3000:]
+    loaded = re.findall(r"\[cache\] data loaded from '([^']+)'", out)
+    assert loaded and all(f'{tmp_path}/build/rbd_ros/rbd_ros/' in path for path in loaded), \
+        out[-3000:]
+    assert '[cache] data saved' not in out and 'kernels changed' not in out, out[-3000:]
+    after = {p.name: p.stat().st_mtime_ns for p in cache.glob('*.nb[ic]')}
+    assert after == before         # nothing dropped or written again
