@@ -78,6 +78,7 @@ def main(argv=None):
     import rclpy
     from rclpy.signals import SignalHandlerOptions
     rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
+    _stop.clear()
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     node = rclpy.create_node(f'rbd_ros_cli_{int(time.time() * 1000) % 1_000_000}')
     try:
@@ -96,8 +97,8 @@ def main(argv=None):
     except Interrupted:
         return 0 if args.command == 'echo' else 130
     finally:
-        for sig in previous:          # (a second Ctrl-C during the teardown is ignored)
-            signal.signal(sig, signal.SIG_IGN)
+        for sig in previous:          # a second Ctrl-C in the teardown and the exit is ignored,
+            signal.signal(sig, signal.SIG_IGN)   # as node.run does (a terminal may send two)
         node.destroy_node()
         rclpy.try_shutdown()
 
