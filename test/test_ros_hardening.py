@@ -38,19 +38,22 @@ def run_isolated(code: str, timeout=600) -> dict:
 
 def test_what_the_rmw_deserializer_does_with_four_bytes():
     """Why the nodes never hand received bytes to it, and what this file's subprocesses
-    catch. On Kilted (rmw_fastrtps_cpp 9.3, Fast CDR 2.3) deserialize_message on 00 02 81 a1
-    kills the process (SIGSEGV in Fast CDR); on Jazzy (rmw_fastrtps_cpp 8.4, Fast CDR 2.2) it
-    raises: the process survives (docs/ros.md, "Bytes from an untrusted network", has what was
-    measured on each). If a Kilted rmw survives it, or a Jazzy one crashes, the docs change."""
+    catch. Two bytes of body cannot hold a JointState. Kilted's rmw (rmw_fastrtps_cpp 9.3, Fast
+    CDR 2.3) does not check: it reads past the buffer, which kills the process (SIGSEGV in Fast
+    CDR) in most runs and, where the memory after the buffer happens to be readable, returns a
+    message made of it (status 0: it happened in one environment of CI's). Jazzy's
+    (rmw_fastrtps_cpp 8.4, Fast CDR 2.2) checks and raises: the process lives. docs/ros.md ("Bytes from an
+    untrusted network") has what was measured on each; if this changes, the docs change."""
     proc = subprocess.run(
         [sys.executable, '-c', 'from rclpy.serialization import deserialize_message\n'
          'from sensor_msgs.msg import JointState\n'
          f'deserialize_message({CRASHER!r}, JointState)'], capture_output=True, timeout=60)
     distro = ros_distro()
-    if distro == 'kilted':
-        assert proc.returncode == -11, proc.stderr
+    if distro == 'kilted':      # never refused: a crash, or a read past the end that returned
+        assert proc.returncode in (-11, 0), (proc.returncode, proc.stderr)
+        assert b'failed to deserialize' not in proc.stderr, proc.stderr
     elif distro == 'jazzy':
-        assert proc.returncode == 1, proc.stderr
+        assert proc.returncode == 1, (proc.returncode, proc.stderr)
         assert b'RMWError: failed to deserialize ROS message' in proc.stderr, proc.stderr
     elif proc.returncode >= 0:
         pytest.skip(f'ROS 2 {distro}: this rmw does not crash on {CRASHER.hex(" ")} '
