@@ -22,12 +22,15 @@ setup(
     extras_require={
         'fast': ['numba>=0.56'],       # the oldest measured (README: numba versions)
         'demo': ['matplotlib'],         # the demo's plot
+        # a robot_description_file or --urdf named *.xacro is expanded with xacro (ROS's, on PyPI)
+        'xacro': ['xacro'],
         # python -m rbd_ros analyze: rosbag2 logs without ROS, filters, Dask, plots
         'analyze': ['rosbags>=0.10', 'scipy', 'dask[distributed]', 'matplotlib'],
         # pin (Pinocchio) is the test oracle; example-robot-data the corpus of public robots;
-        # mujoco only for the simulator's side-by-side benchmark (benchmarks/sim_bench.py)
+        # mujoco only for the simulator's side-by-side benchmark (benchmarks/sim_bench.py);
+        # colcon builds the package as a ROS workspace does (test_ros_startup)
         'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'example-robot-data==6.0.0',
-                 'scipy', 'mujoco'],
+                 'scipy', 'mujoco', 'colcon-common-extensions'],
     },
     zip_safe=True,
     maintainer='rbd_ros maintainers',

@@ -20,4 +20,7 @@ except BrokenPipeError:
     # recipe, so that the flush at exit does not raise again. The status stays the command's
     # when it has one (inspect judges every file whether or not anyone reads its report).
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+except KeyboardInterrupt:
+    # Ctrl-C before a command took over the signals (while Python imports ROS): no traceback
+    status = 130
 sys.exit(status)

@@ -8,7 +8,8 @@ started, unless ``--nodes`` picks them.
     bringup [CONFIG.yaml] [--urdf PATH] [--floating-base] [--nodes sim,dynamics,frames]
             [--duration S] [--ros-args ...]
 
-``--urdf`` gives every node the URDF file (its ``robot_description_file`` parameter); without it,
+``--urdf`` gives every node the URDF file (its ``robot_description_file`` parameter; a pipe such
+as ``<(xacro robot.urdf.xacro)`` is read once and given as ``robot_description``); without it,
 the nodes take the YAML's value or the latched ``robot_description`` topic. ``--floating-base``
 sets ``floating_base`` on the simulator and the dynamics node and connects the simulator's
 ``~/base_state`` to the dynamics node's (a legged robot or a mobile base; config/solo12.yaml
@@ -150,15 +151,28 @@ def main(args: list[str] | None = None) -> int:
         print(f'bringup: nothing to start (unknown nodes {unknown}; choose from '
               f'{", ".join(START_ORDER)})', file=sys.stderr)
         return 2
-    urdf_path = None
+    urdf_path = urdf_xml = None
     if opts.urdf:
-        urdf_path = default_urdf() if opts.urdf == 'bundled' else pathlib.Path(opts.urdf)
-        if not urdf_path.is_file():
-            print(f'bringup: --urdf {opts.urdf}: no such file', file=sys.stderr)
+        try:
+            urdf_path, urdf_xml = urdf_option(opts.urdf)
+        except ValueError as exc:
+            print(f'bringup: --urdf {exc}', file=sys.stderr)
             return 2
-    return run(lambda: create_nodes(which, config=config, urdf_path=urdf_path,
+    return run(lambda: create_nodes(which, config=config, urdf_path=urdf_path, urdf_xml=urdf_xml,
                                     floating_base=opts.floating_base),
                argv, name='bringup', duration=opts.duration)
+
+
+def urdf_option(urdf: str) -> tuple[pathlib.Path | None, str | None]:
+    """(path, text) for ``--urdf``: a regular file goes to every node by path (each reads it,
+    expands a .xacro, and names the file in its messages); anything else readable, a pipe
+    (``--urdf <(xacro robot.urdf.xacro)``) or /dev/stdin, is read once here and given as
+    robot_description text, since the nodes cannot each read it. ValueError in one line."""
+    from rbd_ros.description import read_description
+    path = default_urdf() if urdf == 'bundled' else pathlib.Path(urdf).expanduser()
+    if path.is_file():
+        return path, None
+    return None, read_description(str(path))[0]
 
 
 if __name__ == '__main__':

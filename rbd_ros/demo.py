@@ -305,6 +305,7 @@ def main(argv=None) -> int:
     from trajectory_msgs.msg import JointTrajectory
 
     from rbd_ros.bringup import create_nodes, default_urdf
+    from rbd_ros.description import read_description
     from rbd_ros.ros.node import run
     from rbd_ros.ros.robot import load_robot
 
@@ -313,10 +314,10 @@ def main(argv=None) -> int:
         return legged(opts)
     urdf = opts.urdf or str(default_urdf())
     try:
-        xml = open(urdf).read()
-        robot = load_robot(xml, path=urdf)
-    except (OSError, ValueError) as exc:
-        print(f'demo: {urdf}: {exc}', file=sys.stderr)
+        xml, label = read_description(urdf, say=lambda line: print(f'demo: {line}'))
+        robot = load_robot(xml, path=label)
+    except ValueError as exc:        # (ModelError is one; messages start with the file)
+        print(f'demo: {exc}', file=sys.stderr)
         return 2
     names = list(robot.joint_names)
     pose = list(DEMO_POSE) if opts.urdf is None and len(names) == len(DEMO_POSE) \
@@ -335,7 +336,8 @@ def main(argv=None) -> int:
     last_link = robot.model.frame_names[-1]
 
     def make():
-        nodes = create_nodes(['sim', 'dynamics'], urdf_path=urdf, overrides={
+        # (the text read once above: a pipe, <(xacro ...), has nothing left for the nodes)
+        nodes = create_nodes(['sim', 'dynamics'], urdf_xml=xml, overrides={
             'sim': {'initial_positions': list(q0), 'command_joints': names, 'lockstep': True,
                     'publish_clock': True, 'publish_rate': 500.0, 'command_timeout': 1.0},
             'dynamics': {'command_source': 'computed_torque', 'command_joints': names,

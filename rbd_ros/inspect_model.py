@@ -5,7 +5,9 @@ One file: the kinematic tree, the degrees of freedom, the masses, the validation
 by link and joint, the dynamics at a sample pose, then a one-line verdict. Several files: the
 verdict of each. The verdicts are the core's: a file is read and built as
 `Model.from_urdf` does (`read_urdf`, then `Model`), and `--strict` refuses exactly the warnings
-`refused_by_strict` names, the ones for which `Model.from_urdf(..., strict=...)` raises. The
+`refused_by_strict` names, the ones for which `Model.from_urdf(..., strict=...)` raises. Each
+error is printed once, on standard output (the report's stream). Files are read as the nodes
+read them (rbd_ros/description.py: pipes, a .xacro expanded when xacro is importable). The
 help text (DESCRIPTION, EXIT_STATUS) is plain text: argparse prints it as written.
 """
 import argparse
@@ -16,6 +18,7 @@ import sys
 import numpy as np
 
 import rbd_ros.dynamics as rbd
+from rbd_ros.description import XacroError, read_description
 from rbd_ros.dynamics.urdf import read_urdf, refused_by_strict
 
 DEFAULT_URDF = os.path.join(os.path.dirname(__file__), 'robots', 'rbd_arm7.urdf')
@@ -266,14 +269,14 @@ class _Output:
 
 
 def _read(name):
-    """(bytes or XML text, label) of a file name, '-' (standard input) or URDF XML text;
-    OSError when a file cannot be read."""
+    """(bytes or XML text, label) of a file name (any readable path, a pipe included; a .xacro
+    file expanded when xacro is importable: rbd_ros/description.py), '-' (standard input) or
+    URDF XML text. ValueError when a file cannot be read, XacroError when xacro fails."""
     if name == '-':
         return sys.stdin.buffer.read(), '<stdin>'
     if not os.path.exists(name) and name.lstrip('\ufeff \t\r\n').startswith('<'):
         return name, '<robot_description>'
-    with open(name, 'rb') as handle:
-        return handle.read(), name
+    return read_description(name)
 
 
 def _without_source(message, source):
@@ -283,33 +286,33 @@ def _without_source(message, source):
     return f'line {match.group(1)}: {text[match.end():]}' if match else text.lstrip()
 
 
-def inspect_file(name, args, strict, out, err, single):
-    """Judge one description and print its report (``single``) and verdict; its exit status."""
+def inspect_file(name, args, strict, out, single):
+    """Judge one description and print its report (``single``) and verdict, each error once;
+    its exit status."""
     label = '<stdin>' if name == '-' else name
     try:
         data, label = _read(name)
-    except OSError as error:
-        reason = {FileNotFoundError: 'no such file',
-                  IsADirectoryError: 'a directory, not a URDF file'}.get(
-            type(error), (error.strerror or str(error)).lower())
-        out.flush()
-        err.write(f'error: {label}: {reason}\n')
-        out.write(f'{label}: cannot be read: {reason}\n')
-        return NO_INPUT
-    try:
         # Model.from_urdf's two steps, with the source's label (<stdin>) for the messages
         model = rbd.Model(read_urdf(data, source=label), floating_base=args.floating_base,
                           repair_inertia=args.repair_inertia)
-    except rbd.ModelError as error:
+    except XacroError as error:
+        out.write(f'{label}: does not load: {_without_source(str(error), label)}\n')
+        return DOES_NOT_LOAD
+    except ValueError as error:
+        if not isinstance(error, rbd.ModelError):
+            out.write(f'{label}: cannot be read: {_without_source(str(error), label)}\n')
+            return NO_INPUT
         errors = getattr(error, 'errors', None) or [str(error)]
-        out.flush()
-        err.write(f'error: {label} does not load: {len(errors)} error'
-                  f'{"s" if len(errors) > 1 else ""}\n')
-        write_grouped(errors, err, label)
-        err.flush()
         first = _without_source(errors[0], label)
-        out.write(f'{label}: does not load: ' + (
-            first if len(errors) == 1 else f'{len(errors)} errors, the first: {first}') + '\n')
+        if len(errors) == 1:
+            out.write(f'{label}: does not load: {first}\n')
+        elif single:
+            out.write(f'errors ({len(errors)})\n')
+            write_grouped(errors, out, label)
+            out.write(f'{label}: does not load: {len(errors)} errors (listed above)\n')
+        else:
+            out.write(f'{label}: does not load: {len(errors)} errors, the first: {first} '
+                      f'(`python -m rbd_ros inspect {name}` lists them)\n')
         return DOES_NOT_LOAD
     legs = [] if args.floating_base else looks_legged(model)
     if single:
@@ -410,9 +413,9 @@ def main(argv=None):
     if files.count('-') > 1:
         inspect.error('- (standard input) can be given once')
     strict = {None: False, 'all': True, 'kinematics': 'kinematics'}[args.strict]
-    out, err = _Output(sys.stdout), sys.stderr
+    out = _Output(sys.stdout)
     status = LOADS
     for name in files:
-        status = max(status, inspect_file(name, args, strict, out, err, len(files) == 1))
+        status = max(status, inspect_file(name, args, strict, out, len(files) == 1))
     out.flush()
     return status

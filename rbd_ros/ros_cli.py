@@ -12,14 +12,18 @@ ros2cli (it is not on PyPI). Works against any ROS 2 node, not only rbd_ros's.
     python -m rbd_ros echo /diagnostics --count 1
 
 Values are YAML, as ros2 param set reads them; a value of the parameter's declared type is
-converted where that loses nothing (1 for a double, [1, 2] for a double array). Exit status 0,
-1 when the node or service does not answer or refuses, 2 for a usage error.
+converted where that loses nothing (1 for a double, [1, 2] for a double array). echo prints each
+message as a YAML document (numbers as numbers, arrays as lists) and a `---` line. Exit status
+0, 1 when the node or service does not answer or refuses, 2 for a usage error; Ctrl-C or
+SIGTERM: 0 for echo (its end without --count), 130 for a command stopped while it waits.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 import time
 
 DISCOVERY_S = 5.0
@@ -68,26 +72,46 @@ class Failed(Exception):
 
 
 def main(argv=None):
+    """Ctrl-C or SIGTERM stops a command between two messages (echo prints whole messages):
+    status 0 for echo, whose normal end it is without --count, else 130 (128 + SIGINT)."""
     args = build_parser().parse_args(argv)
     import rclpy
-    rclpy.init(args=[])
+    from rclpy.signals import SignalHandlerOptions
+    rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
+    _stop.clear()
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     node = rclpy.create_node(f'rbd_ros_cli_{int(time.time() * 1000) % 1_000_000}')
     try:
         if args.command == 'list':
-            return list_graph(node, args)
-        if args.command == 'param':
-            return param(node, args)
-        if args.command == 'call':
-            return call(node, args)
-        return echo(node, args)
+            status = list_graph(node, args)
+        elif args.command == 'param':
+            status = param(node, args)
+        elif args.command == 'call':
+            status = call(node, args)
+        else:
+            status = echo(node, args)
+        return status
     except Failed as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 0
+    except Interrupted:
+        return 0 if args.command == 'echo' else 130
     finally:
+        for sig in previous:          # a second Ctrl-C in the teardown and the exit is ignored,
+            signal.signal(sig, signal.SIG_IGN)   # as node.run does (a terminal may send two)
         node.destroy_node()
         rclpy.try_shutdown()
+
+
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM, raised where a command waits (never inside a message's output)."""
+
+
+_stop = threading.Event()
+
+
+def _on_signal(signum, frame):
+    _stop.set()
 
 
 # ---- list ----------------------------------------------------------------------------------
@@ -109,10 +133,19 @@ def list_graph(node, args):
 
 
 def _spin_for(node, seconds):
-    import rclpy
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        rclpy.spin_once(node, timeout_sec=0.05)
+        _spin_once(node, 0.05)
+
+
+def _spin_once(node, timeout):
+    """One slice of work; Interrupted once Ctrl-C or SIGTERM came."""
+    import rclpy
+    if _stop.is_set():
+        raise Interrupted
+    rclpy.spin_once(node, timeout_sec=timeout)
+    if _stop.is_set():
+        raise Interrupted
 
 
 # ---- param ---------------------------------------------------------------------------------
@@ -216,7 +249,7 @@ def call(node, args):
         value = {next(iter(fields)): value}
     _set_fields(request, value, name)
     response = _call(node, srv_type, name, request, args.timeout)
-    print(_to_yaml(response), end='')
+    print(to_yaml(response), end='')
     ok = getattr(response, 'success', True)
     return 0 if ok is not False else 1
 
@@ -239,14 +272,18 @@ def _import_type(full):
 
 
 def _call(node, srv_type, name, request, timeout):
-    import rclpy
     client = node.create_client(srv_type, name)
     try:
-        if not client.wait_for_service(timeout_sec=timeout):
+        deadline = time.monotonic() + timeout
+        while not client.service_is_ready() and time.monotonic() < deadline:
+            _spin_once(node, 0.05)
+        if not client.service_is_ready():
             raise Failed(f'{name} is not available after {timeout:g} s (is the node running, '
                          'on this ROS_DOMAIN_ID?)')
         future = client.call_async(request)
-        rclpy.spin_until_future_complete(node, future, timeout_sec=timeout)
+        deadline = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < deadline:
+            _spin_once(node, 0.05)
         if not future.done():
             raise Failed(f'{name} did not answer within {timeout:g} s')
         return future.result()
@@ -272,8 +309,6 @@ def _set_fields(msg, values, where):
 
 # ---- echo ----------------------------------------------------------------------------------
 def echo(node, args):
-    import rclpy
-    from rclpy.qos import qos_profile_sensor_data
     deadline = time.monotonic() + max(args.timeout, DISCOVERY_S)
     while True:
         types = dict(node.get_topic_names_and_types()).get(args.topic)
@@ -288,13 +323,12 @@ def echo(node, args):
 
     def show(msg):
         received.append(1)
-        print(_to_yaml(msg) + '---', flush=True)
-    # best effort receives from reliable and best-effort publishers alike
-    node.create_subscription(msg_type, args.topic, show, qos_profile_sensor_data)
+        print(to_yaml(msg) + '---', flush=True)
+    node.create_subscription(msg_type, args.topic, show, _echo_qos(node, args.topic))
     last = time.monotonic()
     count = 0
     while not args.count or len(received) < args.count:
-        rclpy.spin_once(node, timeout_sec=0.1)
+        _spin_once(node, 0.1)
         if len(received) != count:
             count, last = len(received), time.monotonic()
         elif args.timeout and time.monotonic() - last > args.timeout:
@@ -302,21 +336,54 @@ def echo(node, args):
     return 0
 
 
-def _to_yaml(msg, indent=''):
-    """A message as ros2 topic echo prints it (YAML, nested messages indented)."""
-    lines = []
-    for key in msg.get_fields_and_field_types():
-        value = getattr(msg, key)
-        if hasattr(value, 'get_fields_and_field_types'):
-            lines.append(f'{indent}{key}:\n' + _to_yaml(value, indent + '  ').rstrip('\n'))
-        elif isinstance(value, (list, tuple)) and value and hasattr(
-                value[0], 'get_fields_and_field_types'):
-            lines.append(f'{indent}{key}:')
-            for item in value:
-                text = _to_yaml(item, indent + '  ').rstrip('\n')
-                lines.append(f'{indent}- ' + text.lstrip())
-        else:
-            if type(value).__name__ in ('array', 'ndarray'):
-                value = list(value)
-            lines.append(f'{indent}{key}: {_format(value)}')
-    return '\n'.join(lines) + '\n'
+def _echo_qos(node, topic):
+    """What ros2 topic echo subscribes with: reliable only when every publisher is (a best-effort
+    subscription receives from both), transient local when every publisher is (a latched
+    robot_description, /tf_static, ~/collision: their last message arrives)."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    infos = node.get_publishers_info_by_topic(topic)
+    every = lambda policy, value: bool(infos) and all(  # noqa: E731
+        getattr(info.qos_profile, policy) == value for info in infos)
+    return QoSProfile(
+        depth=100,
+        reliability=ReliabilityPolicy.RELIABLE if every('reliability', ReliabilityPolicy.RELIABLE)
+        else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if every(
+            'durability', DurabilityPolicy.TRANSIENT_LOCAL) else DurabilityPolicy.VOLATILE)
+
+
+def to_python(value):
+    """A message (or one of its fields) as plain Python: a dict in field order per message,
+    lists for every array (fixed-size numpy arrays, array.array sequences, lists), int, float,
+    bool and str; a ``byte`` (rclpy's bytes of length 1) as its number."""
+    if hasattr(value, 'get_fields_and_field_types'):
+        return {key: to_python(getattr(value, key)) for key in value.get_fields_and_field_types()}
+    if isinstance(value, (bytes, bytearray)):
+        return value[0] if len(value) == 1 else list(value)
+    if isinstance(value, (list, tuple)):
+        return [to_python(item) for item in value]
+    if hasattr(value, 'tolist'):              # numpy arrays and scalars, array.array
+        return value.tolist()
+    return value
+
+
+def to_yaml(msg):
+    """A message as YAML, as ros2 topic echo prints it: nested messages as indented mappings,
+    arrays of numbers or strings on one line ([0.0, 1.5]), numbers as numbers; a text with
+    newlines (robot_description) as a literal block."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def sequence(dumper, data):
+        flow = all(not isinstance(item, (dict, list)) for item in data)
+        return dumper.represent_sequence('tag:yaml.org,2002:seq', data, flow_style=flow)
+
+    def text(dumper, data):
+        return dumper.represent_scalar('tag:yaml.org,2002:str', data,
+                                       style='|' if '\n' in data else None)
+    Dumper.add_representer(list, sequence)
+    Dumper.add_representer(str, text)
+    return yaml.dump(to_python(msg), Dumper=Dumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=1 << 30)

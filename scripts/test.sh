@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Set up .venv (scripts/setup.sh) and run the whole test suite. Extra arguments go to pytest,
-# e.g. `bash scripts/test.sh -k ros -x`.
+# Set up the venv (scripts/setup.sh: .venv, ROS 2 Kilted; ROS_DISTRO=jazzy for Jazzy, RBD_ROS_VENV
+# for another venv) and run the whole test suite. Extra arguments go to pytest, e.g.
+# `bash scripts/test.sh -k ros -x`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
+source scripts/venv.sh
 
 # ROS 2 tests talk over real DDS on loopback only; each test process picks its own domain id
-# (test/conftest.py). Logs go to a temporary directory that is removed afterwards.
+# (test/conftest.py), or takes ROS_DOMAIN_ID when it is set. Logs go to a temporary directory
+# that is removed afterwards.
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 ROS_LOG_DIR=$(mktemp -d -t rbd_ros_log.XXXXXX)
 export ROS_LOG_DIR
 trap 'rm -rf "$ROS_LOG_DIR"' EXIT
 
-echo "[test] .venv/bin/python -m pytest -q test $*"
-.venv/bin/python -m pytest -q test "$@"
+echo "[test] ${RBD_ROS_VENV#$PWD/}/bin/python -m pytest -q test $* (ROS 2 $RBD_ROS_DISTRO)"
+"$RBD_ROS_VENV/bin/python" -m pytest -q test "$@"

@@ -10,7 +10,7 @@ tests are known. A node subprocess that compiled its kernels at start-up would m
 tests' discovery timeouts. RBD_ROS_TEST_WARMUP=0 skips it.
 
 Every test process gets a private DDS domain id (a lock file per id, so two test runs on one
-machine never share one), discovery is limited to localhost, Fast DDS uses UDP only (no
+machine never share one; ROS_DOMAIN_ID instead when it is set), discovery is limited to localhost, Fast DDS uses UDP only (no
 /dev/shm leftovers), and ROS logs go to a temporary directory. Each test gets a fresh rclpy
 Context; nodes under test and the test's own probe node spin in a background executor.
 """
@@ -53,8 +53,26 @@ def script(name):
     return [str(path)] if path.exists() else [sys.executable, '-m', MODULES[name]]
 
 
+def ros_distro():
+    """The ROS 2 distribution under test: from the PyPI wheels (ros-jazzy-rclpy: 'jazzy';
+    ros-rclpy 9: 'kilted'), else ROS_DISTRO (a sourced ROS 2 install), else None."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        version('ros-jazzy-rclpy')
+        return 'jazzy'
+    except PackageNotFoundError:
+        pass
+    try:
+        if version('ros-rclpy').split('.')[0] == '9':
+            return 'kilted'
+    except PackageNotFoundError:
+        pass
+    return os.environ.get('ROS_DISTRO') or None
+
+
 def child_env():
-    """The environment of a node process: this test process's private domain, loopback."""
+    """The environment of a node process: this test process's domain (ROS_DOMAIN_ID, else a
+    private one), loopback."""
     env = dict(os.environ)
     env['ROS_DOMAIN_ID'] = str(private_domain_id())
     env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'

@@ -1,15 +1,18 @@
 """Every shell command in a code block of README.md, docs/ros.md and docs/analysis.md runs here as
 written, or this file says why it cannot. Placeholders (`robot.urdf`, `~/bags`, `my.yaml`, a
-scheduler's address) become files and services this test makes; `ros2 run rbd_ros X` is run as
-`.venv/bin/X`, its pip equivalent; `python` is this venv's. A node is started, must say it has a
-model (or what it waits for) without an error, and is stopped with Ctrl-C (status 0). A command
-added to the docs that this file does not know fails the test until it is classified."""
+scheduler's address) become files and services this test makes; `.venv/bin/X` and `ros2 run rbd_ros
+X` run as the X beside the interpreter that runs the tests (whatever its venv is called: a Jazzy
+venv, a system Python), or as `python -m` its module; `python` is that interpreter. A node is
+started, must say it has a model (or what it waits for) without an error, and is stopped with
+Ctrl-C (status 0). A command added to the docs that this file does not know fails the test
+until it is classified."""
 import os
 import pathlib
 import re
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -18,7 +21,7 @@ import pytest
 pytest.importorskip('rclpy')
 pytest.importorskip('rosbags')
 
-from conftest import child_env  # noqa: E402
+from conftest import BIN, MODULES, child_env, script  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ('README.md', 'docs/ros.md', 'docs/analysis.md')
@@ -29,6 +32,9 @@ NOT_HERE = (
     (r'^bash scripts/test\.sh$', 'the test suite itself: CI runs it (.ci/run)'),
     (r'^bash scripts/demo\.sh$', 'runs setup.sh then `python -m rbd_ros.demo`: the demo line of '
                                  'docs/ros.md runs here, and test_ros_bringup checks its phases'),
+    (r'^(\w+=\S+ )*bash scripts/(setup|test)\.sh', 'the set-up (a venv and ROS 2 wheels) and the '
+                                                  'suite: CI runs them on both distributions '
+                                                  '(.ci/run)'),
     (r'^\.venv/bin/python -m benchmarks', 'minutes long: test_benchmarks.py runs each benchmark '
                                           'with --smoke'),
     (r'^ros2 launch ', '`launch` is not installable from PyPI: bringup starts the same nodes '
@@ -67,25 +73,37 @@ def doc_commands():
     return out
 
 
+#: the executables the docs name, as `python -m` where no console script is installed
+EXECUTABLES = {**MODULES, 'warmup': 'rbd_ros.warmup', 'rbd_analyze': 'rbd_ros.analysis.cli'}
+
+
+def executable(name):
+    """The command line of an rbd_ros executable, or of `python`, for this interpreter."""
+    if name == 'python':
+        return shlex.quote(sys.executable)
+    if (BIN / name).exists():
+        return shlex.quote(str(BIN / name))
+    return f'{shlex.quote(sys.executable)} -m {EXECUTABLES[name]}'
+
+
 def runnable(command):
-    """The command as run here: placeholders replaced, `ros2 run rbd_ros X` -> .venv/bin/X."""
+    """The command as run here: placeholders replaced, `.venv/bin/X`, `ros2 run rbd_ros X`,
+    `python` and `rbd_analyze` -> this interpreter's."""
     for placeholder, here in PLACEHOLDERS:
         command = command.replace(placeholder, here)
     command = re.sub(r'^ros2 run rbd_ros (\w+)', r'.venv/bin/\1', command)
-    command = re.sub(r'^(python|rbd_analyze) ', lambda m: {
-        'python': '.venv/bin/python ', 'rbd_analyze': '.venv/bin/rbd_analyze '}[m.group(1)],
-        command)
-    return command
+    command = re.sub(r'^(python|rbd_analyze) ', r'.venv/bin/\1 ', command)
+    return re.sub(r'(?<![\w./-])\.venv/bin/(\w+)', lambda m: executable(m.group(1)), command)
 
 
 @pytest.fixture(scope='module')
 def scratch(tmp_path_factory):
-    """A directory that looks like the repository (config, robots, .venv linked) with logs."""
+    """A directory that looks like the repository (config, robots, scripts linked) with logs."""
     from benchmarks.synthetic_logs import excitation, measured_efforts, write_log
 
     import rbd_ros.dynamics as rbd
     d = tmp_path_factory.mktemp('docs')
-    for name in ('config', '.venv', 'scripts'):
+    for name in ('config', 'scripts'):
         (d / name).symlink_to(ROOT / name)
     # rbd_ros/robots only: a linked package here would be imported from this path instead of the
     # installed one, and numba would compile its kernels again for the new path
@@ -116,7 +134,10 @@ def run_node(command, cwd, env, seconds=25.0):
             time.sleep(1.0)
             break
         time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+    except ProcessLookupError:      # it ended by itself (127: not found): its output says why
+        pass
     try:
         proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
@@ -132,7 +153,8 @@ def test_every_docs_command_is_classified():
     for where, command in commands:
         here = runnable(command)
         known = (any(re.search(p, command) for p, _ in NOT_HERE)
-                 or here.startswith(('.venv/bin/', 'bash scripts/')))
+                 or here.startswith((shlex.quote(str(BIN)), shlex.quote(sys.executable),
+                                     'bash scripts/')))
         assert known, f'{where}: a docs command this test does not know how to run: {command}'
 
 
@@ -156,13 +178,13 @@ def test_every_docs_command_runs(scratch):
                                            dashboard_address=None)
                 here = here.replace('tcp://host:8786', cluster.scheduler_address)
             started = time.monotonic()
-            exe = shlex.split(here)[0].rsplit('/', 1)[-1]
+            exe = re.match(r'(?:ros2 run rbd_ros |\.venv/bin/)?(\S+)', command).group(1)
             if re.search(r'-m rbd_ros (list|param|call|echo)\b', here) and sim is None:
-                sim = subprocess.Popen([str(ROOT / '.venv/bin/bringup'), '--urdf', 'bundled'],
+                sim = subprocess.Popen(script('bringup') + ['--urdf', 'bundled'],
                                        cwd=scratch, env=env, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.DEVNULL)
                 for _ in range(30):             # until its nodes are discovered
-                    listed = subprocess.run(['bash', '-c', '.venv/bin/python -m rbd_ros list'],
+                    listed = subprocess.run([sys.executable, '-m', 'rbd_ros', 'list'],
                                             cwd=scratch, env=env, capture_output=True, text=True)
                     if '/rbd_sim' in listed.stdout and '/rbd_dynamics' in listed.stdout:
                         break

@@ -1,7 +1,9 @@
 """`python -m rbd_ros list | param | call | echo` (ros2cli's everyday commands for a pip set-up)
 against a running sim_node, as a user types them, from another process."""
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
@@ -21,7 +23,7 @@ def cli(*args):
 
 def test_param_call_echo_and_list_against_a_running_sim(ros):
     sim = ros.start(SimNode, {'robot_description': ARM, 'publish_rate': 50.0})
-    listed = cli('list')
+    listed = cli('list', '--timeout', '5')    # (discovery takes seconds on a busy machine)
     assert listed.returncode == 0, listed.stderr
     assert '  /rbd_sim\n' in listed.stdout
     assert '/rbd_sim/pause [std_srvs/srv/SetBool]' in listed.stdout
@@ -59,3 +61,155 @@ def test_param_call_echo_and_list_against_a_running_sim(ros):
                         (('param', 'get', '/nobody', 'x', '--timeout', '1'), 'not available')):
         result = cli(*args)
         assert result.returncode == 1 and words in result.stderr, (args, result.stderr)
+
+
+# ---- echo: every message type of the nodes' interfaces ---------------------------------------
+def interface_messages():
+    """{topic: message} with one message of every type the nodes publish or subscribe to, each
+    field set to something distinctive: negative, huge, tiny and non-finite numbers, fixed-size
+    arrays (numpy), sequences (array.array), bytes, nested and repeated messages, a multi-line
+    text with YAML's special characters."""
+    import math
+
+    from builtin_interfaces.msg import Duration, Time
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+    from geometry_msgs.msg import InertiaStamped, Point, TransformStamped, WrenchStamped
+    from nav_msgs.msg import Odometry
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Bool, ColorRGBA, Float64MultiArray, MultiArrayDimension, String
+    from tf2_msgs.msg import TFMessage
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    stamp = Time(sec=1_700_000_000, nanosec=999_999_999)
+    joints = JointState(name=['joint_1', 'a: b', '#c'], position=[0.1, -2.5, 1e-300],
+                        velocity=[], effort=[1e300, -0.0, 3.0])
+    joints.header.stamp, joints.header.frame_id = stamp, 'base_link'
+    array = Float64MultiArray(data=[1.5, math.inf, -math.inf, math.nan])
+    array.layout.dim = [MultiArrayDimension(label='joints', size=4, stride=4)]
+    array.layout.data_offset = 3
+    wrench = WrenchStamped()
+    wrench.header.frame_id = 'tool0'
+    wrench.wrench.force.x, wrench.wrench.torque.z = -10.25, 0.5
+    inertia = InertiaStamped()
+    inertia.header.frame_id = 'tool0'
+    inertia.inertia.m, inertia.inertia.com.z, inertia.inertia.ixx = 2.0, 0.05, 1e-3
+    odometry = Odometry(child_frame_id='base')
+    odometry.header.stamp = stamp
+    odometry.pose.pose.orientation.w = 1.0
+    odometry.pose.covariance = [0.5 * k for k in range(36)]
+    odometry.twist.covariance[35] = -1.0
+    transform = TransformStamped(child_frame_id='link_1')
+    transform.header.frame_id = 'base_link'
+    transform.transform.rotation.w, transform.transform.translation.y = 1.0, -0.3
+    marker = Marker(ns='contacts', id=7, type=Marker.ARROW, frame_locked=True,
+                    points=[Point(x=1.0), Point(y=-2.0)],
+                    colors=[ColorRGBA(r=1.0, a=0.5)], lifetime=Duration(sec=0, nanosec=5))
+    if hasattr(marker, 'mesh_file'):     # (since Iron; Jazzy has it)
+        marker.mesh_file.data = [0, 255, 7]
+    status = DiagnosticStatus(level=DiagnosticStatus.WARN, name='rbd_sim: status',
+                              message='input stale: no joint_states for 2.1 s',
+                              hardware_id='', values=[KeyValue(key='unconverged', value='3')])
+    trajectory = JointTrajectory(joint_names=['joint_1', 'joint_2'], points=[
+        JointTrajectoryPoint(positions=[0.0, 1.0], velocities=[0.5, -0.5], accelerations=[],
+                             effort=[], time_from_start=Duration(sec=2, nanosec=500))])
+    text = '<?xml version="1.0"?>\n<!-- Source: x: y # z -->\n<robot name="r">\n' \
+           '  <link name="a"/>\n</robot>\n'
+    return {'/echo/joint_state': joints, '/echo/float64_multi_array': array,
+            '/echo/string': String(data=text), '/echo/bool': Bool(data=True),
+            '/echo/wrench_stamped': wrench, '/echo/inertia_stamped': inertia,
+            '/echo/odometry': odometry, '/echo/tf_message': TFMessage(transforms=[transform]),
+            '/echo/marker_array': MarkerArray(markers=[marker, Marker(ns='second')]),
+            '/echo/diagnostic_array': DiagnosticArray(status=[status]),
+            '/echo/joint_trajectory': trajectory, '/echo/clock': Clock(clock=stamp)}
+
+
+def assert_same(loaded, value, where='msg'):
+    """``loaded`` (YAML read back) holds ``value`` (a message or field): mappings in field order,
+    lists for arrays, numbers as numbers of the same kind, equal (NaN to NaN)."""
+    import math
+
+    if hasattr(value, 'get_fields_and_field_types'):
+        fields = list(value.get_fields_and_field_types())
+        assert isinstance(loaded, dict) and list(loaded) == fields, (where, loaded)
+        for key in fields:
+            assert_same(loaded[key], getattr(value, key), f'{where}.{key}')
+    elif isinstance(value, bytes):                              # a `byte` field
+        assert type(loaded) is int and loaded == value[0], (where, loaded)
+    elif isinstance(value, str):
+        assert loaded == value, (where, loaded)
+    elif hasattr(value, '__len__'):                             # list, numpy, array.array
+        assert isinstance(loaded, list) and len(loaded) == len(value), (where, loaded)
+        for k, item in enumerate(value):
+            assert_same(loaded[k], item, f'{where}[{k}]')
+    elif type(value).__name__ in ('bool', 'bool_'):
+        assert loaded is bool(value), (where, loaded)
+    elif isinstance(value, int) or type(value).__name__.startswith(('int', 'uint')):
+        assert type(loaded) is int and loaded == int(value), (where, loaded)
+    else:
+        value = float(value)
+        assert type(loaded) is float, (where, loaded)
+        if math.isnan(value):
+            assert math.isnan(loaded), (where, loaded)
+        else:                                                   # -0.0 stays -0.0
+            assert loaded == value, (where, loaded)
+            assert math.copysign(1.0, loaded) == math.copysign(1.0, value), (where, loaded)
+
+
+def test_echo_prints_every_message_type_of_the_interfaces_as_yaml(ros):
+    """One echo per type, all at once, against publishers in this process: each prints its
+    message as YAML that reads back equal. The latched ones (String, Bool: reliable + transient
+    local, as robot_description and ~/collision are) are published once, before the echo
+    starts: echo subscribes as its publishers do and still gets them."""
+    from rbd_ros.ros.qos import LATCHED_QOS, OUTPUT_QOS
+    messages = interface_messages()
+    latched = {'/echo/string', '/echo/bool'}
+    publishers = {topic: ros.probe.create_publisher(
+        type(msg), topic, LATCHED_QOS if topic in latched else OUTPUT_QOS)
+        for topic, msg in messages.items()}
+    for topic in latched:
+        publishers[topic].publish(messages[topic])
+
+    def again():
+        for topic, msg in messages.items():
+            if topic not in latched:
+                publishers[topic].publish(msg)
+    ros.probe.create_timer(0.2, again)
+    procs = {topic: subprocess.Popen(
+        [sys.executable, '-m', 'rbd_ros', 'echo', topic, '--count', '1', '--timeout', '60'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
+        for topic in messages}
+    for topic, proc in procs.items():
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and 'Traceback' not in err, (topic, err)
+        documents = list(yaml.safe_load_all(out))
+        assert out.endswith('\n---\n') and documents[-1] is None, (topic, out)
+        assert len(documents) == 2, (topic, out)
+        assert_same(documents[0], messages[topic], topic)
+
+
+@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM], ids=['ctrl-c', 'sigterm'])
+def test_echo_stops_cleanly_on_ctrl_c_and_sigterm(ros, sig):
+    """An echo without --count runs until stopped: Ctrl-C or SIGTERM ends it between two
+    messages, status 0, no traceback, and what it printed is whole YAML documents."""
+    from rbd_ros.ros.qos import OUTPUT_QOS
+    msg = interface_messages()['/echo/odometry']
+    pub = ros.probe.create_publisher(type(msg), '/echo/stop', OUTPUT_QOS)
+    ros.probe.create_timer(0.01, lambda: pub.publish(msg))
+    proc = subprocess.Popen([sys.executable, '-m', 'rbd_ros', 'echo', '/echo/stop'],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=child_env())
+    first = ''.join(iter(proc.stdout.readline, '---\n'))     # (blocks until one message)
+    assert first, proc.stderr.read()
+    time.sleep(0.3)                                           # (more messages on the way)
+    proc.send_signal(sig)
+    rest, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert 'Traceback' not in err and 'Exception' not in err, err
+    out = first + '---\n' + rest
+    assert out.endswith('---\n')
+    documents = [d for d in yaml.safe_load_all(out) if d is not None]
+    assert len(documents) >= 2
+    for document in documents:
+        assert_same(document, msg)

@@ -210,3 +210,20 @@ def test_diagnostics_period_is_a_parameter_of_every_node(ros, node_cls):
     time.sleep(1.0)
     count = len([a for a in diag if any(name in s.name for s in a.status)]) - start
     assert count >= 5, count
+
+
+def test_description_file_parameter_takes_a_pipe_and_a_xacro_file(ros, tmp_path):
+    """robot_description_file set at run time: a pipe is read once (the set's check and the
+    swap use that one read) and a .xacro file is expanded (xacro importable)."""
+    from test_description import pipe_path, xacro_files
+    node = ros.start(DynamicsNode, {'robot_description': ''})
+    path = pipe_path(TREE3.encode())
+    assert node.set_parameters([Parameter('robot_description_file', value=path)])[0].successful
+    assert node.robot.model.name == 'tree3' and node.robot.source == f'file {path}'
+    os.close(int(path.rsplit('/', 1)[1]))
+    pytest.importorskip('xacro')
+    xacro = xacro_files(tmp_path)
+    result = node.set_parameters([Parameter('robot_description_file', value=str(xacro))])[0]
+    assert result.successful, result.reason
+    assert node.robot.model.name == 'xarm'
+    assert node.robot.source == f'file {xacro} (expanded by xacro)'

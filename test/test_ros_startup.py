@@ -3,6 +3,7 @@
 and every parameter readable as `ros2 param dump` reads it."""
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import time
@@ -199,3 +200,84 @@ def test_sim_node_without_commands_keeps_real_time_and_stops_on_ctrl_c(ros):
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
+
+
+
+def start_and_stop(command, ready, timeout=60.0):
+    """Run ``command`` in bash (as a user types it, <(...) included) until ``ready(output)``,
+    then Ctrl-C it: (status, output)."""
+    import threading
+    proc = subprocess.Popen(['bash', '-c', command], env=child_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None and not ready(''.join(lines)):
+        time.sleep(0.1)
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+    except ProcessLookupError:      # (it ended by itself: its output says why)
+        pass
+    proc.wait(timeout=30)
+    reader.join(timeout=5)
+    return proc.returncode, ''.join(lines)
+
+
+def test_urdf_from_a_pipe_and_a_xacro_file(tmp_path):
+    """`--urdf <(cat robot.urdf)` (a pipe: read once), `--urdf robot.urdf.xacro` (expanded with
+    xacro, one INFO line) and bringup with a pipe (read once, given to both nodes): every node
+    loads the model."""
+    import shlex
+    pytest.importorskip('xacro')
+    from test_description import xacro_files
+    xacro_path = xacro_files(tmp_path)
+    dynamics = ' '.join(map(shlex.quote, script('dynamics_node')))
+    bringup = ' '.join(map(shlex.quote, script('bringup')))
+    for command, name, source, nodes in (
+            (f'{dynamics} --urdf <(cat {ARM_PATH})', 'rbd_arm7', 'file /dev/fd/', 1),
+            (f'{dynamics} --urdf {xacro_path}', 'xarm', f'file {xacro_path} (expanded by xacro)',
+             1),
+            (f'{bringup} --nodes dynamics,frames --urdf <(cat {ARM_PATH})', 'rbd_arm7',
+             'parameter', 2)):
+        loaded = f"]: model '{name}' from {source}"
+        status, out = start_and_stop(command, lambda out: out.count(loaded) >= nodes)
+        assert status == 0 and 'Traceback' not in out and '[ERROR]' not in out, out
+        assert out.count(loaded) == nodes, out
+        expanded = [line for line in out.splitlines() if 'expanded with xacro' in line]
+        assert len(expanded) == (1 if 'xacro' in command else 0), out
+        if expanded:
+            assert '[INFO]' in expanded[0] and f'{xacro_path}: a xacro file' in expanded[0]
+
+
+def test_a_colcon_symlink_install_starts_from_the_warm_cache(tmp_path):
+    """`colcon build --symlink-install` in a workspace whose src/rbd_ros is this checkout: the
+    nodes then import rbd_ros through build/rbd_ros/rbd_ros, a link to the same files, so
+    numba's cache directory is the one warmed for this run. A node started from the install
+    loads every kernel from it (numba's own cache log: loaded, never saved) and says nothing
+    about stale kernels; before, a stamp of the kernel sources' absolute paths dropped the
+    whole warm cache and the first launch compiled for 35-70 s."""
+    import shutil
+    colcon = shutil.which('colcon', path=str(pathlib.Path(script('dynamics_node')[0]).parent))
+    if colcon is None:
+        pytest.skip('colcon is not installed (the test extra has colcon-common-extensions)')
+    cache = ROOT / 'rbd_ros' / 'dynamics' / '__pycache__'
+    before = {p.name: p.stat().st_mtime_ns for p in cache.glob('*.nb[ic]')}
+    (tmp_path / 'src').mkdir()
+    (tmp_path / 'src' / 'rbd_ros').symlink_to(ROOT)
+    env = child_env()
+    env['PATH'] = f'{pathlib.Path(colcon).parent}{os.pathsep}{env["PATH"]}'
+    built = subprocess.run([colcon, 'build', '--symlink-install', '--base-paths', 'src/rbd_ros'],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert (tmp_path / 'build' / 'rbd_ros' / 'rbd_ros').is_symlink()
+    command = (f'source {tmp_path}/install/setup.bash && NUMBA_DEBUG_CACHE=1 '
+               f'{tmp_path}/install/rbd_ros/lib/rbd_ros/dynamics_node --urdf {ARM_PATH}')
+    status, out = start_and_stop(command, lambda out: "model 'rbd_arm7' from" in out, 120)
+    assert status == 0 and "model 'rbd_arm7' from" in out, out[-3000:]
+    loaded = re.findall(r"\[cache\] data loaded from '([^']+)'", out)
+    assert loaded and all(f'{tmp_path}/build/rbd_ros/rbd_ros/' in path for path in loaded), \
+        out[-3000:]
+    assert '[cache] data saved' not in out and 'kernels changed' not in out, out[-3000:]
+    after = {p.name: p.stat().st_mtime_ns for p in cache.glob('*.nb[ic]')}
+    assert after == before         # nothing dropped or written again

@@ -126,10 +126,11 @@ def main(argv=None):
 
 
 def _setup(args):
-    if not os.path.isfile(args.urdf):
-        raise UsageError(f'--urdf {args.urdf}: no such file')
-    with open(args.urdf, encoding='utf-8') as f:
-        urdf_text = f.read()
+    from rbd_ros.description import read_description
+    try:        # any readable path, a pipe included (<(xacro robot.urdf.xacro)); .xacro expanded
+        urdf_text, _ = read_description(args.urdf, say=lambda line: print(line, file=sys.stderr))
+    except ValueError as exc:
+        raise UsageError(f'--urdf {exc}') from None
     import rbd_ros.dynamics as rbd
     try:
         model = model_for(urdf_text)

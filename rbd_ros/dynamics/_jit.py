@@ -49,7 +49,11 @@ def drop_stale_caches():
         digest = hashlib.sha1()
         for path in sources:
             with open(path, 'rb') as handle:
-                digest.update(path.encode() + b'\0' + handle.read())
+                # the file's name in the package, not its path: the same files reached through
+                # another path (colcon --symlink-install's build/ link, an editable install of
+                # that checkout) share numba's cache directory, so they share its stamp
+                name = '/'.join(path.split(os.sep)[-2:])
+                digest.update(name.encode() + b'\0' + handle.read())
         stamp = digest.hexdigest()
         seen, said = set(), False
         for source in sources:
@@ -109,7 +113,7 @@ def compile_lock():
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.realpath(__file__))   # (one lock per cache, whatever the path)
     key = hashlib.sha1(here.encode()).hexdigest()[:12]
     path = os.path.join(tempfile.gettempdir(), f'rbd_ros_compile_{key}.lock')
     try:

@@ -2,9 +2,10 @@
 message, and a bounds-checked walk over received bytes before anything deserializes them.
 
 Why the walk: the rmw's own deserializer (Fast CDR under rmw_fastrtps, run by rclpy's
-``deserialize_message`` and by every typed subscription) is not safe on arbitrary bytes. Four
-bytes, ``00 02 81 a1``, make it read past the buffer and kill the process (segmentation fault
-in ``eprosima::fastcdr::Cdr::read_string``, from ``cdr_deserialize_sensor_msgs__msg__JointState``;
+``deserialize_message`` and by every typed subscription) is not safe on arbitrary bytes on
+Kilted (Jazzy's raises an error instead: docs/ros.md says what was measured on each). Four
+bytes, ``00 02 81 a1``, make Kilted's read past the buffer, in most runs killing the process
+(a segfault in ``eprosima::fastcdr::Cdr::read_string``, from ``cdr_deserialize_sensor_msgs__msg__JointState``;
 every encapsulation, plain CDR included, found such inputs within 20,000 random bodies). So a
 node subscribes to its topics as bytes (``raw=True``), and :class:`CdrChecker` walks them against
 the message's field types first: every count and string length must fit in the bytes that are

@@ -172,7 +172,8 @@ class RbdNode(Node):
         path = self.params['robot_description_file']
         if path:
             try:
-                return read_description_file(path), 'robot_description_file', path
+                text, label = read_description_file(path, say=self.get_logger().info)
+                return text, 'robot_description_file', label
             except ValueError as exc:
                 raise ParameterError(f'parameter robot_description_file: {exc}') from None
         return '', '', None
@@ -284,7 +285,8 @@ class RbdNode(Node):
             if name == 'robot_description':
                 text, source, path = value, 'parameter', None
             else:
-                text, source, path = read_description_file(value), f'file {value}', value
+                text, path = read_description_file(value, say=self.get_logger().info)
+                source = f'file {path}'
             self._validated = {(name, value): self._build(text, source, path)}
         except Exception as exc:   # noqa: BLE001
             self._refused(name, exc)

@@ -10,12 +10,13 @@ pose. A floating *base* (``floating_base``) comes from elsewhere (dynamics_node:
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Mapping
 
 import numpy as np
 
 import rbd_ros.dynamics as rbd
+from rbd_ros.description import read_description
+from rbd_ros.dynamics.urdf import read_urdf
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,13 +101,15 @@ class Robot:
 def load_robot(xml: str, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
                strict=False, generation: int = 1, source: str = 'parameter',
                path: str | None = None) -> Robot:
-    """Build a Robot from URDF text (read from ``path`` when given, so that messages name the
-    file). Raises ``rbd.ModelError`` (ValueError for an empty description). ``strict`` as for
+    """Build a Robot from URDF text (``path``: the file it was read from, or its label from
+    read_description_file, named in the messages; the file is not read again). Raises
+    ``rbd.ModelError`` (ValueError for an empty description). ``strict`` as for
     ``Model.from_urdf`` (True, False or 'kinematics')."""
     if not xml or not xml.strip():
-        raise ValueError('the robot description is empty')
-    model = rbd.Model.from_urdf(path or xml, floating_base=bool(floating_base),
-                                gravity=tuple(float(g) for g in gravity), strict=strict)
+        raise ValueError(f'{path}: the robot description is empty' if path else
+                         'the robot description is empty')
+    model = rbd.Model(read_urdf(xml, source=path), floating_base=bool(floating_base),
+                      gravity=tuple(float(g) for g in gravity), strict=strict)
     single = model.single_dof_joints()
     mimics = [j for j in model.joints if j.mimic is not None]
     multi = [j for j in model.joints if j.type in ('planar', 'floating') and j.mimic is None
@@ -127,16 +130,8 @@ def load_robot(xml: str, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.8
                       and list(v_index) == list(range(model.nv))))
 
 
-def read_description_file(path: str) -> str:
-    """The text of a URDF file; ValueError in one line when it cannot be read."""
-    path = os.path.expanduser(path)
-    if not os.path.exists(path):
-        raise ValueError(f'{path}: no such file')
-    if os.path.isdir(path):
-        raise ValueError(f'{path}: is a directory, not a URDF file')
-    try:
-        with open(path, 'rb') as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise ValueError(f'{path}: {exc.strerror}') from None
-    return data.decode('utf-8', 'replace')
+def read_description_file(path: str, say=None) -> tuple[str, str]:
+    """(URDF text, label for messages) of a description file: any readable path, pipes included,
+    read once; a ``.xacro`` file expanded with xacro when importable (``say`` gets one line).
+    ValueError in one line when it cannot be read (rbd_ros/description.py)."""
+    return read_description(path, say)
