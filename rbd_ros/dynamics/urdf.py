@@ -891,7 +891,8 @@ def _check_tree(reader, links, joints):
         if joint.child in parent_joint:
             reader.errors.append((TopologyError, f'{where}: link {joint.child!r} is already the '
                                   f'child of joint {parent_joint[joint.child]!r} (a kinematic '
-                                  'loop or a duplicate joint)'))
+                                  'loop or a duplicate joint: a URDF stays a tree, and a loop is '
+                                  'closed with a <constraint> element, see docs/core.md)'))
             del joints[joint.name]
             continue
         parent_joint[joint.child] = joint.name
