@@ -17,7 +17,7 @@ through its mimic map (K G, G^T tau) and solves the small dense systems here.
 """
 import numpy as np
 
-from .api import _rnea, forward_dynamics, integrate, inverse_dynamics, mass_matrix
+from .api import _direct, _empty, _rnea, forward_dynamics, integrate, inverse_dynamics, mass_matrix
 from .arguments import (arrays, batch_of, external_wrenches, full_q, full_v, raise_status, run,
                         workspace)
 from .checks import SINGULAR
@@ -79,10 +79,11 @@ def constraint_bias(model, q, v, data=None):
 
 
 # ---- forward and inverse dynamics ---------------------------------------------------------------
-def constrained_forward_dynamics(model, q, v, tau, f_ext=None, baumgarte=(0.0, 0.0), data=None):
+def constrained_forward_dynamics(model, q, v, tau, f_ext=None, baumgarte=None, data=None):
     """qdd of the closed system: M qdd + C v + g = tau + sum J^T f_ext + K^T lam, with
     K qdd = k (RBDA 8.6). ``baumgarte=(alpha, beta)`` (1/s) adds Baumgarte's stabilisation,
-    K qdd = k - 2 alpha K v - beta^2 phi (RBDA 8.22; (0, 0): none, the exact dynamics).
+    K qdd = k - 2 alpha K v - beta^2 phi (RBDA 8.22; None or (0, 0): none, the exact
+    dynamics).
 
     Solved as RBDA 8.5's method 2 over the CRBA's sparse factor of M: lam from
     (K M^-1 K^T) lam = k - K M^-1 (tau - C v - g), then qdd. Redundant constraint rows (a
@@ -90,8 +91,13 @@ def constrained_forward_dynamics(model, q, v, tau, f_ext=None, baumgarte=(0.0, 0
     for lam is rank-revealing (L D L^T with diagonal pivoting; pivots below RANK_TOLERANCE
     times the largest are dependent rows, whose lam is 0). A model without constraints gives
     forward_dynamics. FloatingPointError when the tree's M is singular."""
+    d = model._thread.data if data is None else workspace(model, data)
+    if f_ext is None and baumgarte is None and model.direct:     # (one compiled call)
+        qdd = _empty(model.nv)
+        if not _direct(closed_forward_dynamics_entry, d.handle, q, v, tau, d.zero_fext, 0.0, 0.0,
+                       qdd):
+            return qdd
     q, v, tau = arrays(model, q=q, v=v, tau=tau)
-    d = workspace(model, data)
     alpha, beta = _gains(baumgarte)
     batch = batch_of(q)
     if not model.constraint_rows:
@@ -107,6 +113,8 @@ def constrained_forward_dynamics(model, q, v, tau, f_ext=None, baumgarte=(0.0, 0
 
 
 def _gains(baumgarte):
+    if baumgarte is None:
+        return 0.0, 0.0
     try:
         alpha, beta = (float(x) for x in baumgarte)
     except (TypeError, ValueError):
@@ -168,9 +176,18 @@ def constrained_inverse_dynamics(model, q, v, a, actuated=None, f_ext=None, data
     name no joint that owns a coordinate. With more actuated joints than the closed system
     has degrees of freedom (redundant actuation) the answer is the one whose loop forces
     have the least norm. (N, len(actuated)) for N states."""
+    d = model._thread.data if data is None else workspace(model, data)
+    plan = _actuation(model, actuated)
+    if f_ext is None and model.direct:              # (one compiled call)
+        tau = _empty(model.nv)
+        if not _direct(closed_inverse_dynamics_entry, d.handle, q, v, a, d.zero_fext, plan.driven,
+                       tau):
+            left = tau[plan.passive]
+            if left.size and np.abs(left).max() > BALANCE_TOLERANCE * max(1.0, np.abs(tau).max()):
+                _unbalanced(model, tau, plan)
+            return tau[plan.columns]
     q, v, a = arrays(model, q=q, v=v, a=a)
-    d = workspace(model, data)
-    names, columns, driven = _actuation(model, actuated)
+    columns, driven = plan.columns, plan.driven
     batch = batch_of(q)
     if not model.constraint_rows:
         tau = inverse_dynamics(model, q, v, a, f_ext=f_ext, data=d)
@@ -181,15 +198,32 @@ def constrained_inverse_dynamics(model, q, v, a, actuated=None, f_ext=None, data
         tau = np.empty_like(v)
         run(closed_inverse_dynamics_entry, closed_inverse_dynamics_batch, d, batch,
             ('q', 'v', 'a'), q, v, a, fext, driven, tau)
-    _check_balanced(model, tau, driven, names)
+    for n, row in enumerate(tau.reshape(-1, model.nv)):
+        left = row[plan.passive]
+        if left.size and np.abs(left).max() > BALANCE_TOLERANCE * max(1.0, np.abs(row).max()):
+            _unbalanced(model, row, plan, n if tau.ndim == 2 else None)
     return tau[..., columns]
 
 
+class _Actuation:
+    """The actuated joints' names, their public velocity columns, the driven mask (public nv,
+    float: what the kernel reads) and the passive columns."""
+    __slots__ = ('names', 'columns', 'driven', 'passive')
+
+    def __init__(self, names, columns, driven):
+        self.names, self.columns, self.driven = names, columns, driven
+        self.passive = np.flatnonzero(driven == 0.0)
+
+
 def _actuation(model, actuated):
-    """(names, their public velocity columns, the driven mask (public nv, float)) of the
-    actuated joints; the floating base is driven (by the contacts) whether named or not."""
-    names = list(model.actuated_joints if actuated is None else
-                 ([actuated] if isinstance(actuated, str) else actuated))
+    """The _Actuation of ``actuated`` (None: model.actuated_joints, made once per model); the
+    floating base is driven (by the contacts) whether named or not."""
+    if actuated is None:
+        plan = model.__dict__.get('_actuation_plan')
+        if plan is None:
+            plan = model._actuation_plan = _actuation(model, list(model.actuated_joints))
+        return plan
+    names = list([actuated] if isinstance(actuated, str) else actuated)
     if not names:
         raise ValueError(f'no actuated joints: {model.name!r} names none in a <transmission> or '
                          '<ros2_control> block; pass actuated=[joint names]')
@@ -209,7 +243,7 @@ def _actuation(model, actuated):
         seen.add(name)
         columns.extend(range(info.v_index, info.v_index + info.nv))
         driven[info.v_index:info.v_index + info.nv] = 1.0
-    return names, np.array(columns, dtype=np.int64), driven
+    return _Actuation(names, np.array(columns, dtype=np.int64), driven)
 
 
 def _inverse_dynamics_mimic(model, d, q, v, a, f_ext, driven):
@@ -221,24 +255,19 @@ def _inverse_dynamics_mimic(model, d, q, v, a, f_ext, driven):
     return tau
 
 
-def _check_balanced(model, tau, driven, names):
-    """ValueError naming the passive joint the loops leave most unbalanced, if any is beyond
-    BALANCE_TOLERANCE of the torques' scale."""
-    rows = tau.reshape(-1, model.nv)
-    passive = driven == 0.0
-    for n, row in enumerate(rows):
-        left = np.where(passive, np.abs(row), 0.0)
-        scale = max(1.0, float(np.max(np.abs(row), initial=0.0)))
-        if left.size and left.max() > BALANCE_TOLERANCE * scale:
-            worst = int(np.argmax(left))
-            joint = next(j.name for j in model.joints if j.v_index is not None
-                         and j.v_index <= worst < j.v_index + j.nv)
-            where = f' (configuration {n} of the batch)' if tau.ndim == 2 else ''
-            raise ValueError(f'the actuated joints ({", ".join(names)}) cannot produce this motion '
-                             f'of the closed system: passive joint {joint!r} is left with '
-                             f'{left.max():.3g} N m (N) the loops cannot carry{where} '
-                             '(under-actuated: actuate more joints, or check that q, v, a '
-                             'keep the loops closed)')
+def _unbalanced(model, tau, plan, row=None):
+    """ValueError naming the passive joint the loops leave most unbalanced (tau: one row of
+    the kernel's result, the unbalanced torques on the passive columns)."""
+    left = np.abs(tau[plan.passive])
+    worst = int(plan.passive[np.argmax(left)])
+    joint = next(j.name for j in model.joints if j.v_index is not None
+                 and j.v_index <= worst < j.v_index + j.nv)
+    where = f' (configuration {row} of the batch)' if row is not None else ''
+    raise ValueError(f'the actuated joints ({", ".join(plan.names)}) cannot produce this motion '
+                     f'of the closed system: passive joint {joint!r} is left with '
+                     f'{left.max():.3g} N m (N) the loops cannot carry{where} '
+                     '(under-actuated: actuate more joints, or check that q, v, a keep the '
+                     'loops closed)')
 
 
 # ---- positions ------------------------------------------------------------------------------------
