@@ -469,6 +469,23 @@ def test_external_wrenches_and_baumgarte_stabilisation():
         rbd.constrained_forward_dynamics(model, q, v, tau, baumgarte=(-1.0, 0.0))
 
 
+def test_the_multiplier_solve_is_rank_revealing():
+    """solve_semidefinite on A = X X^T of rank r (rows of unlike scales, as metres and radians
+    are): it finds the rank, solves A x = b exactly for b in A's range, with x = 0 on the
+    m - r dependent rows."""
+    from rbd_ros.dynamics.loops import solve_semidefinite
+    rng = np.random.default_rng(3)
+    for m, r in ((6, 6), (6, 4), (9, 2), (5, 1), (4, 0)):
+        X = rng.normal(size=(m, r)) * rng.uniform(0.01, 10.0, size=(m, 1))
+        A = X @ X.T
+        b = A @ rng.normal(size=m)
+        x = np.empty(m)
+        rank = solve_semidefinite(A.copy(), b.copy(), x, np.empty(m, dtype=np.int64))
+        assert rank == r
+        assert np.abs(A @ x - b).max() <= 1e-10 * max(1.0, np.abs(b).max())
+        assert np.count_nonzero(x) == r
+
+
 # ---- inverse dynamics at the motors ------------------------------------------------------------
 def _four_bar_gravity_torque(theta):
     """The crank torque that holds the four-bar at crank angle theta: virtual work along the

@@ -303,11 +303,11 @@ def world_placements(body_int, ws):
 @kernel
 def solve_semidefinite(A, b, x, pivot):
     """x with A x = b for a symmetric positive semi-definite A (m x m): L D L^T with diagonal
-    pivoting (the largest remaining pivot first), stopped at pivots below RANK_TOLERANCE times
-    A's largest diagonal entry. Rows dependent on those before them get x = 0; the others
-    are solved exactly (b is taken to lie in A's range; a part outside it in the dependent
-    rows is left out). A and b are overwritten (L below the pivots, D on them); pivot
-    (m int64) is scratch. Returns the rank."""
+    pivoting (the largest remaining pivot first; rows and columns swapped in place), stopped at
+    pivots below RANK_TOLERANCE times A's largest diagonal entry. Rows dependent on those
+    before them get x = 0; the others are solved exactly (b is taken to lie in A's range; a
+    part outside it in the dependent rows is left out). A and b are overwritten (L below the
+    diagonal, D on it, in the pivoted order); pivot (m int64) is scratch. Returns the rank."""
     m = A.shape[0]
     largest = 0.0
     for i in range(m):
@@ -316,34 +316,37 @@ def solve_semidefinite(A, b, x, pivot):
     threshold = RANK_TOLERANCE * largest
     rank = 0
     for j in range(m):
-        best, at = -1.0, j
-        for i in range(j, m):                       # the largest remaining pivot
-            if A[pivot[i], pivot[i]] > best:
-                best, at = A[pivot[i], pivot[i]], i
-        if not best > threshold:                    # the rest depend on rows before them
+        at = j
+        for i in range(j + 1, m):                   # the largest remaining pivot
+            if A[i, i] > A[at, at]:
+                at = i
+        if not A[at, at] > threshold:               # the rest depend on the rows before them
             break
-        pivot[j], pivot[at] = pivot[at], pivot[j]
-        pj = pivot[j]
-        d = A[pj, pj]
+        if at != j:                                 # symmetric swap of j and at
+            pivot[j], pivot[at] = pivot[at], pivot[j]
+            for c in range(m):
+                A[j, c], A[at, c] = A[at, c], A[j, c]
+            for r in range(m):
+                A[r, j], A[r, at] = A[r, at], A[r, j]
+        d = A[j, j]
         for i in range(j + 1, m):                   # Schur complement of the pivot
-            pi = pivot[i]
-            l_ij = A[pi, pj] / d
+            l_ij = A[i, j] / d
             for c in range(j + 1, m):
-                A[pi, pivot[c]] -= l_ij * A[pj, pivot[c]]
+                A[i, c] -= l_ij * A[j, c]
         for i in range(j + 1, m):
-            A[pivot[i], pj] /= d                    # L_ij, in the pivot's column
+            A[i, j] /= d                            # L_ij
         rank += 1
-    for i in range(rank):                           # x = L^-1 b (pivoted order)
+    for i in range(rank):                           # x = L^-1 P b
         s = b[pivot[i]]
         for j in range(i):
-            s -= A[pivot[i], pivot[j]] * x[j]
+            s -= A[i, j] * x[j]
         x[i] = s
     for i in range(rank):                           # x = D^-1 x
-        x[i] /= A[pivot[i], pivot[i]]
+        x[i] /= A[i, i]
     for i in range(rank - 1, -1, -1):               # x = L^-T x
         s = x[i]
         for j in range(i + 1, rank):
-            s -= A[pivot[j], pivot[i]] * x[j]
+            s -= A[j, i] * x[j]
         x[i] = s
     for i in range(rank):                           # back to the rows' own order
         b[i] = x[i]
