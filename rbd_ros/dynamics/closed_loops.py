@@ -108,7 +108,7 @@ def constrained_forward_dynamics(model, q, v, tau, f_ext=None, baumgarte=None, d
     fext = external_wrenches(model, d, f_ext, batch)
     qdd = np.empty_like(v)
     run(closed_forward_dynamics_entry, closed_forward_dynamics_batch, d, batch, ('q', 'v', 'tau'),
-        q, v, tau, fext, alpha, beta, qdd, parallel=True)
+        q, v, tau, fext, alpha, beta, qdd)
     return qdd
 
 

@@ -8,8 +8,6 @@ C-contiguous, writable), so any other argument raises TypeError and api.py takes
 validating path. Batch entries split the rows over ``threads`` chunks, each with its own copy
 of the workspace, and return row * STATUS_STRIDE + code for the first failing row.
 """
-import numpy as np
-
 from ._jit import (ARRAY3, HANDLE, INDEX, MATRIX, SCALAR, VECTOR, borrow, chunk_rows,
                    chunk_setup, chunk_workspace, first_failure, float_view, index_view,
                    inline_kernel, int_view, kernel, prange, signature)
@@ -321,33 +319,25 @@ def loop_bias_batch(h, Q, V, KB):
     return OK
 
 
-@kernel(parallel=True)
-def closed_forward_dynamics_batch(h, Q, V, TAU, F_EXT, alpha, beta, QDD, threads):
-    """F_EXT has one row, shared by all, or one per configuration. Each chunk has its own
-    copies of the workspace and of the closed-loop workspace."""
+@kernel
+def closed_forward_dynamics_batch(h, Q, V, TAU, F_EXT, alpha, beta, QDD):
+    """F_EXT has one row, shared by all, or one per configuration. Rows in turn, not over
+    threads: a parallel kernel of this size took 12 s more to compile (warmup) for a speed-up
+    only batches of thousands see."""
     if h[H_NROW] == 0:
         return BAD_SHAPE
     body_int, body_float, ws = model_tables(h)
     loop_int, loop_float, _, lw, pivot = loop_tables(h)
     dof_parent = dof_tables(h)[1]
     q, v, tau, f_ext, qdd = borrow(Q), borrow(V), borrow(TAU), borrow(F_EXT), borrow(QDD)
-    rows = q.shape[0]
-    chunks, workspaces, statuses = chunk_setup(rows, threads, ws)
-    _, loop_workspaces, _ = chunk_setup(rows, threads, lw)
-    pivots = np.empty((chunks, pivot.shape[0]), np.int64)
-    for c in prange(chunks):
-        w = chunk_workspace(workspaces, c, ws)
-        lwc = chunk_workspace(loop_workspaces, c, lw)
-        pc = borrow(pivots[c])
-        for n in chunk_rows(c, chunks, rows):
-            f = f_ext[0] if f_ext.shape[0] == 1 else f_ext[n]
-            status = closed_forward_dynamics(body_int, body_float, w, dof_parent, loop_int,
-                                             loop_float, lwc, pc, q[n], v[n], tau[n], f, alpha,
-                                             beta, qdd[n])
-            if status != OK:
-                statuses[c] = n * STATUS_STRIDE + status
-                break
-    return first_failure(statuses)
+    for n in range(q.shape[0]):
+        f = f_ext[0] if f_ext.shape[0] == 1 else f_ext[n]
+        status = closed_forward_dynamics(body_int, body_float, ws, dof_parent, loop_int,
+                                         loop_float, lw, pivot, q[n], v[n], tau[n], f, alpha,
+                                         beta, qdd[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
 
 
 @kernel

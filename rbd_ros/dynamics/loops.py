@@ -35,23 +35,25 @@ mimic joints is reduced by its caller) on the model's tables and a workspace, as
 algorithms do; each says what state of the workspace it needs. ``loop_int`` is (nloop x
 LOOP_INT_COLS), ``loop_float`` the flat (nloop * LOOP_FLOAT_COLS) table; entry_points.py
 reads both, the closed-loop workspace ``lw`` (work_size floats) and its row order ``pivot``
-(rows int64) from a Data's handle (``loop_tables``).
+(max(rows, nv) int64) from a Data's handle (``loop_tables``). The helpers are compiled once
+and called, not inlined at numba's IR level as the tree's are: they take borrowed arrays (no
+reference counts to save), and inlining them in every kernel cost most of their compile
+time.
 """
 import math
 
-from ._jit import borrow, inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 from .checks import OK, SINGULAR, dynamics_status
 from .crba import crba
 from .joints import motion_subspace_column
 from .layout import (ACC, BODY_FLOAT_COLS, JTYPE, LI, LOOP_AXIS_A, LOOP_AXIS_B, LOOP_BODY_A,
                      LOOP_BODY_B, LOOP_FIXED, LOOP_FLOAT_COLS, LOOP_NORMAL_1, LOOP_NORMAL_2,
                      LOOP_PLACEMENT_A, LOOP_PLACEMENT_B, LOOP_REVOLUTE, LOOP_ROW, LOOP_ROWS,
-                     LOOP_TYPE, NVJ,
-                     O, PARENT, SCRATCH_FRAME_A, SCRATCH_FRAME_B, SCRATCH_MOTION,
+                     LOOP_TYPE, NVJ, O, PARENT, SCRATCH_FRAME_A, SCRATCH_FRAME_B, SCRATCH_MOTION,
                      SCRATCH_MOTION_2, VEL, VIDX, WS_COLS)
 from .rnea import rnea
 from .spatial import compose, motion_to_parent
-from .spd import ltdl_factor_at, ltdl_solve_at
+from .spd import ltdl_factor, ltdl_solve
 
 #: pivots of K H^-1 K^T below this times its largest diagonal entry are dependent rows
 RANK_TOLERANCE = 1e-10
@@ -73,34 +75,31 @@ def constraint_rows(loop_int):
     return loop_int[last, LOOP_ROW] + loop_int[last, LOOP_ROWS] if last >= 0 else 0
 
 
-@inline_kernel
+@kernel
 def loop_work(lw, nv, rows):
-    """The closed-loop workspace carved, borrowed (work_size's order): (H, K, Y, A, k, phi,
-    lam, zero_a, N, b, z); zero_a is never written (zero accelerations for RNEA)."""
-    at = 0
-    H = borrow(lw[at:at + nv * nv]).reshape((nv, nv))
-    at += nv * nv
-    K = borrow(lw[at:at + rows * nv]).reshape((rows, nv))
+    """The closed-loop workspace carved (work_size's order): (H, K, Y, A, k, phi, lam, zero_a,
+    N, b, z); zero_a is never written (zero accelerations for RNEA). lw is borrowed (the
+    handle's view), and so are its slices. (Compiled once and called: inlined, its twelve
+    slices and reshapes cost seconds of compile in every kernel that carves.)"""
+    H = lw[:nv * nv].reshape((nv, nv))
+    at = nv * nv
+    K = lw[at:at + rows * nv].reshape((rows, nv))
     at += rows * nv
-    Y = borrow(lw[at:at + rows * nv]).reshape((rows, nv))
+    Y = lw[at:at + rows * nv].reshape((rows, nv))
     at += rows * nv
-    A = borrow(lw[at:at + rows * rows]).reshape((rows, rows))
+    A = lw[at:at + rows * rows].reshape((rows, rows))
     at += rows * rows
-    k = borrow(lw[at:at + rows])
-    phi = borrow(lw[at + rows:at + 2 * rows])
-    lam = borrow(lw[at + 2 * rows:at + 3 * rows])
+    k, phi, lam = lw[at:at + rows], lw[at + rows:at + 2 * rows], lw[at + 2 * rows:at + 3 * rows]
     at += 3 * rows
-    zero_a = borrow(lw[at:at + nv])
+    zero_a = lw[at:at + nv]
     at += nv
-    N = borrow(lw[at:at + nv * nv]).reshape((nv, nv))
+    N = lw[at:at + nv * nv].reshape((nv, nv))
     at += nv * nv
-    b = borrow(lw[at:at + nv])
-    z = borrow(lw[at + nv:at + 2 * nv])
-    return H, K, Y, A, k, phi, lam, zero_a, N, b, z
+    return H, K, Y, A, k, phi, lam, zero_a, N, lw[at:at + nv], lw[at + nv:at + 2 * nv]
 
 
 # ---- the two frames of a loop -------------------------------------------------------------------
-@inline_kernel
+@kernel
 def loop_frames(body_int, ws, loop_int, loop_float, l):
     """oMa and oMb, the world placements of loop l's frames A and B, into the scratch row
     (SCRATCH_FRAME_A, SCRATCH_FRAME_B), after the bodies' placements (ws column O). Returns
@@ -113,7 +112,7 @@ def loop_frames(body_int, ws, loop_int, loop_float, l):
     return body_a, body_b, s + SCRATCH_FRAME_A, s + SCRATCH_FRAME_B
 
 
-@inline_kernel
+@kernel
 def in_world(ws, X, table, t):
     """The world components of the vector table[t:t+3], given in the frame placed at ws[X]."""
     x, y, z = table[t], table[t + 1], table[t + 2]
@@ -122,7 +121,7 @@ def in_world(ws, X, table, t):
             ws[X + 6] * x + ws[X + 7] * y + ws[X + 8] * z)
 
 
-@inline_kernel
+@kernel
 def revolute_normals(ws, A, loop_float, f):
     """(n_1, n_2) of a revolute loop in world axes: 6 numbers."""
     n1x, n1y, n1z = in_world(ws, A, loop_float, f + LOOP_NORMAL_1)
@@ -130,7 +129,7 @@ def revolute_normals(ws, A, loop_float, f):
     return n1x, n1y, n1z, n2x, n2y, n2z
 
 
-@inline_kernel
+@kernel
 def frame_world_motion(ws, body, X):
     """(v, w, a, alpha) of the frame placed at ws[X] on ``body``, world axes (12 numbers): the
     velocity and classical acceleration of its origin, the angular velocity and acceleration,
@@ -149,7 +148,7 @@ def frame_world_motion(ws, body, X):
     return vx, vy, vz, wx, wy, wz, ax, ay, az, alx, aly, alz
 
 
-@inline_kernel
+@kernel
 def rotation_log(ws, A, B):
     """log(R_B R_A^T): the world rotation vector taking frame A's axes onto frame B's."""
     R00 = ws[B] * ws[A] + ws[B + 1] * ws[A + 1] + ws[B + 2] * ws[A + 2]
@@ -279,7 +278,7 @@ def loop_bias(body_int, body_float, ws, loop_int, loop_float, k):
     return OK
 
 
-@inline_kernel
+@kernel
 def stabilise(K, v, phi, alpha, beta, k):
     """k -= 2 alpha K v + beta^2 phi (Baumgarte, RBDA 8.22): the loops' velocity and position
     errors decay as e'' + 2 alpha e' + beta^2 e = 0."""
@@ -290,7 +289,7 @@ def stabilise(K, v, phi, alpha, beta, k):
         k[r] -= 2.0 * alpha * s + beta * beta * phi[r]
 
 
-@inline_kernel
+@kernel
 def world_placements(body_int, ws):
     """oMi = oM_p o liMi (ws column O) from the parent-from-body transforms LI that RNEA and
     CRBA leave in the workspace: no joint transform computed again."""
@@ -383,17 +382,15 @@ def closed_forward_dynamics(body_int, body_float, ws, dof_parent, loop_int, loop
     status = crba(body_int, body_float, ws, q, H)
     if status != OK:
         return status
-    Hf = H.reshape(n * n)
-    if not ltdl_factor_at(Hf, 0, n, dof_parent, n):            # H = L^T D L
+    if not ltdl_factor(H, dof_parent):                          # H = L^T D L
         return SINGULAR
     for i in range(n):
         qdd[i] = tau[i] - qdd[i]
-    ltdl_solve_at(Hf, 0, n, dof_parent, n, qdd, 0, 1)           # qdd_0 = H^-1 (tau - C)
-    Yf = Y.reshape(rows * n)
+    ltdl_solve(H, dof_parent, qdd)                              # qdd_0 = H^-1 (tau - C)
     for r in range(rows):                                       # Y = H^-1 K^T, row by row
         for c in range(n):
             Y[r, c] = K[r, c]
-        ltdl_solve_at(Hf, 0, n, dof_parent, n, Yf, r * n, 1)
+        ltdl_solve(H, dof_parent, Y[r])
     for r in range(rows):                                       # A = K Y^T ; k -= K qdd_0
         for c in range(rows):
             s = 0.0
