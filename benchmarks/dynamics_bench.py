@@ -5,7 +5,12 @@
 Per-call medians (single configuration, from Python) for inverse_dynamics, gravity_torques,
 mass_matrix, forward_dynamics and frame_poses on the bundled 7-DoF arm and the 43-joint
 floating-base G1 humanoid (nv = 49), then batched throughput (N configurations in one call)
-against a Python loop of Pinocchio calls over the same configurations.
+against a Python loop of Pinocchio calls over the same configurations, then the closed loops
+of the bundled parallel ankle (two ball <constraint>s; fixed and floating shank):
+constrained_forward_dynamics beside Pinocchio's constraintDynamics (CONTACT_3D constraints,
+its exact solve), and constrained_inverse_dynamics (the motors' torques) beside what a
+Pinocchio user writes for it (rnea, getConstraintsJacobian, a numpy least-squares balance of
+the passive joints), each pair first checked to give the same numbers.
 
 Each row times calls that do the same work. Pinocchio's rnea, computeGeneralizedGravity, crba
 and aba return a new numpy array, as ours do. Its framesForwardKinematics returns nothing: it
@@ -25,6 +30,7 @@ import numpy as np
 import rbd_ros.dynamics as rbd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ANKLE = os.path.join(HERE, '..', 'rbd_ros', 'robots', 'parallel_ankle.urdf')
 ROBOTS = [('arm7 (7 DoF, fixed)', os.path.join(HERE, '..', 'rbd_ros', 'robots', 'rbd_arm7.urdf'), False),
           ('G1 humanoid (nv 49, floating)', os.path.join(HERE, '..', 'test', 'data', 'robots',
                                                          'humanoid.urdf'), True)]
@@ -160,7 +166,113 @@ def run(smoke=False, out=print):
     out('|---|---|---:|---:|---:|')
     for name, label, t_ours, t_pin in batch_rows:
         out(f'| {name} | {label} | {1e3 / t_ours:.0f} | {1e3 / t_pin:.0f} | {t_pin / t_ours:.2f} |')
-    return rows, batch_rows
+    loop_rows = closed_loops(pin, seconds, batch, out)
+    return rows, batch_rows, loop_rows
+
+
+def pinocchio_loops(pin, model, pm):
+    """Pinocchio's rigid constraints (CONTACT_3D, LOCAL) for the model's ball <constraint>s,
+    between the two links' joints at the constraints' frames."""
+    constraints = []
+    for info in model.constraints:
+        record = model._robot.constraints[info.name]
+        ends = []
+        for link, R, p in ((info.parent, record.parent_rotation, record.parent_xyz),
+                           (info.child, record.child_rotation, record.child_xyz)):
+            frame = pm.frames[pm.getFrameId(link, pin.BODY)]
+            ends.append((frame.parentJoint, frame.placement * pin.SE3(R, p)))
+        constraints.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, ends[0][0],
+                                                    ends[0][1], ends[1][0], ends[1][1], pin.LOCAL))
+    models = pin.StdVec_RigidConstraintModel(constraints)
+    datas = pin.StdVec_RigidConstraintData([c.createData() for c in constraints])
+    return models, datas
+
+
+def closed_loops(pin, seconds, batch, out):
+    """The closed loops' table (see the module's docstring); its rows."""
+    out('')
+    out('Closed loops: the parallel ankle (two motors, two rods with universal and ball ends, '
+        'two ball loops):')
+    out('')
+    out('| function | mechanism | rbd_ros us | Pinocchio us | ratio |')
+    out('|---|---|---:|---:|---:|')
+    rows = []
+    for floating in (False, True):
+        label = f'parallel ankle ({"floating" if floating else "fixed"} shank, nv ' \
+                f'{8 + 6 * floating}, 6 rows)'
+        model = rbd.Model.from_urdf(ANKLE, floating_base=floating)
+        pm = (pin.buildModelFromUrdf(ANKLE, pin.JointModelFreeFlyer()) if floating
+              else pin.buildModelFromUrdf(ANKLE))
+        layout = rbd.PinocchioLayout(model)
+        pm.armature = layout.v_to_pinocchio(model.armature)
+        pd = pm.createData()
+        models, datas = pinocchio_loops(pin, model, pm)
+        pin.initConstraintDynamics(pm, pd, models, datas)
+        settings = pin.ProximalSettings(1e-12, 0.0, 1)
+        rng = np.random.default_rng(1)
+        q = model.neutral()
+        if floating:
+            q[:7] = model.random_configuration(rng)[:7]
+        q[[model.joint[j].q_index for j in model.actuated_joints]] = [0.25, -0.15]
+        q = rbd.close_loops(model, q, model.actuated_joints + (['root_joint'] if floating else []))
+        K = rbd.constraint_jacobian(model, q)
+        null = np.linalg.svd(K)[2][K.shape[0]:].T
+        v = null @ rng.normal(size=null.shape[1])
+        tau = rng.normal(size=model.nv)
+        qp, vp, tp = layout.q_to_pinocchio(q), layout.v_to_pinocchio(v), layout.tau_to_pinocchio(tau)
+        ours = rbd.constrained_forward_dynamics(model, q, v, tau)
+        theirs = layout.v_from_pinocchio(pin.constraintDynamics(pm, pd, qp, vp, tp, models, datas,
+                                                                settings))
+        if not np.allclose(ours, theirs, rtol=0, atol=1e-8 * max(1.0, np.abs(theirs).max())):
+            raise RuntimeError(f'{label}: constrained forward dynamics differ from Pinocchio\'s '
+                               f'by {np.abs(ours - theirs).max():.3g}')
+        a = ours
+        ap = layout.v_to_pinocchio(a)
+        actuated = np.array([model.joint[j].v_index for j in model.actuated_joints])
+        driven = np.zeros(model.nv, bool)
+        driven[actuated] = True
+        driven[:6] |= floating
+        driven_pin = layout.v_to_pinocchio(driven.astype(float)) > 0.5
+        motors_pin = [pm.joints[pm.getJointId(j)].idx_v for j in model.actuated_joints]
+
+        def pinocchio_motors():
+            """The motors' torques with Pinocchio: the tree's torques, the constraints'
+            Jacobian, the passive joints balanced by the loops (least squares)."""
+            tau_id = pin.rnea(pm, pd, qp, vp, ap)
+            pin.computeJointJacobians(pm, pd, qp)
+            J = pin.getConstraintsJacobian(pm, pd, models, datas)
+            lam = np.linalg.lstsq(J[:, ~driven_pin].T, tau_id[~driven_pin], rcond=None)[0]
+            return (tau_id - J.T @ lam)[motors_pin]
+
+        u = rbd.constrained_inverse_dynamics(model, q, v, a)
+        if not np.allclose(u, pinocchio_motors(), rtol=0, atol=1e-8 * max(1.0, np.abs(u).max())):
+            raise RuntimeError(f'{label}: the motors\' torques differ from Pinocchio\'s by '
+                               f'{np.abs(u - pinocchio_motors()).max():.3g}')
+        cases = [
+            ('constrained_forward_dynamics', lambda: rbd.constrained_forward_dynamics(model, q, v, tau),
+             lambda: pin.constraintDynamics(pm, pd, qp, vp, tp, models, datas, settings)),
+            ('constrained_inverse_dynamics', lambda: rbd.constrained_inverse_dynamics(model, q, v, a),
+             pinocchio_motors),
+        ]
+        for name, ours_fn, theirs_fn in cases:
+            t_ours, t_pin = side_by_side_us([ours_fn, theirs_fn], 2 * seconds)
+            rows.append((name, label, t_ours, t_pin))
+            out(f'| {name} | {label} | {t_ours:.2f} | {t_pin:.2f} | {t_ours / t_pin:.2f} |')
+        Q = np.repeat(q[None], batch, axis=0)
+        V, T = np.repeat(v[None], batch, axis=0), rng.normal(size=(batch, model.nv))
+        TP = [layout.tau_to_pinocchio(t) for t in T]
+        t_ours, t_pin = (t / batch for t in side_by_side_us(
+            [lambda: rbd.constrained_forward_dynamics(model, Q, V, T),
+             lambda: [pin.constraintDynamics(pm, pd, qp, vp, tp_, models, datas, settings)
+                      for tp_ in TP]], 2 * seconds))
+        rows.append(('constrained_forward_dynamics, batch', label, t_ours, t_pin))
+        out(f'| constrained_forward_dynamics, N = {batch} per call | {label} | {t_ours:.2f} | '
+            f'{t_pin:.2f} (a loop) | {t_ours / t_pin:.2f} |')
+    out('')
+    out('Pinocchio has no inverse dynamics at the motors of a closed loop: its column for '
+        'constrained_inverse_dynamics times rnea, computeJointJacobians, getConstraintsJacobian '
+        'and a numpy least-squares balance of the passive joints (the same torques).')
+    return rows
 
 
 def main():

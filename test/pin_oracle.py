@@ -144,3 +144,46 @@ def close(ours, theirs, tol=1e-9):
     assert ours.shape == theirs.shape, (ours.shape, theirs.shape)
     err = np.abs(ours - theirs) / np.maximum(1.0, np.abs(theirs))
     return float(err.max()) if err.size else 0.0
+
+
+class LoopOracle(Oracle):
+    """Pinocchio's constraintDynamics on the same closed loops: a ball <constraint> is a
+    CONTACT_3D RigidConstraintModel, a fixed one a CONTACT_6D, between the two links' joints at
+    the constraint's frames (LOCAL). Pinocchio has no revolute loop: a revolute one is two
+    CONTACT_3D, at the frames' origins and at points ``axis_offset`` along their axes (they
+    coincide exactly when the origins do and the axes align), six rows of rank five, so
+    those need the proximal solve (``mu`` > 0). The model's armature is set on Pinocchio's."""
+
+    def __init__(self, model, urdf_xml, axis_offset=0.1):
+        super().__init__(model, urdf_xml)
+        self.pm.armature = self.layout.v_to_pinocchio(model.armature)
+        self.pd = self.pm.createData()
+        constraints = []
+        for info in model.constraints:
+            record = model._robot.constraints[info.name]
+            ends = []
+            for link, R, p in ((info.parent, record.parent_rotation, record.parent_xyz),
+                               (info.child, record.child_rotation, record.child_xyz)):
+                frame = self.pm.frames[self.pm.getFrameId(link, pin.BODY)]
+                ends.append((frame.parentJoint, frame.placement * pin.SE3(R, p)))
+            (joint_a, at_a), (joint_b, at_b) = ends
+            kind = pin.ContactType.CONTACT_6D if info.type == 'fixed' else pin.ContactType.CONTACT_3D
+            constraints.append(pin.RigidConstraintModel(kind, self.pm, joint_a, at_a, joint_b, at_b,
+                                                        pin.LOCAL))
+            if info.type == 'revolute':
+                along_a = at_a * pin.SE3(np.eye(3), axis_offset * record.parent_axis)
+                along_b = at_b * pin.SE3(np.eye(3), axis_offset * record.child_axis)
+                constraints.append(pin.RigidConstraintModel(kind, self.pm, joint_a, along_a,
+                                                            joint_b, along_b, pin.LOCAL))
+        self.constraint_models = pin.StdVec_RigidConstraintModel(constraints)
+        self.constraint_datas = pin.StdVec_RigidConstraintData([c.createData() for c in constraints])
+        pin.initConstraintDynamics(self.pm, self.pd, self.constraint_models, self.constraint_datas)
+
+    def constrained_forward_dynamics(self, q, v, tau, mu=0.0, iterations=1):
+        """qdd of Pinocchio's constraintDynamics (mu = 0, one iteration: its exact KKT solve,
+        for independent rows; mu > 0: the proximal iterations, for redundant ones)."""
+        settings = pin.ProximalSettings(1e-14, mu, iterations)
+        a = pin.constraintDynamics(self.pm, self.pd, self.q(q), self.v(v),
+                                   self.layout.tau_to_pinocchio(tau), self.constraint_models,
+                                   self.constraint_datas, settings)
+        return self.layout.v_from_pinocchio(a)

@@ -34,8 +34,10 @@ def test_dynamics_bench_smoke():
     assert ['function', 'robot', 'rbd_ros k/s', 'Pinocchio loop k/s', 'speed-up'] in rows
     names = {row[0] for row in rows}
     for function in ('inverse_dynamics', 'gravity_torques', 'mass_matrix', 'forward_dynamics',
-                     'frame_poses', 'frame_poses, new result'):
+                     'frame_poses', 'frame_poses, new result', 'constrained_forward_dynamics',
+                     'constrained_inverse_dynamics'):
         assert function in names, result.stdout
+    assert ['function', 'mechanism', 'rbd_ros us', 'Pinocchio us', 'ratio'] in rows
 
 
 def test_sim_bench_smoke():

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import rbd_ros.dynamics as rbd
@@ -404,3 +405,34 @@ def test_a_xacro_file_is_expanded_and_a_pipe_is_read(tmp_path, capsys):
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1].endswith(': loads (fixed base, nq 7, nv 7; no warnings)')
     assert done.stdout.startswith("robot 'rbd_arm7' from /dev/fd/")
+
+
+def test_inspect_shows_the_loops_the_actuated_joints_and_the_closed_systems_dof(capsys):
+    """The bundled parallel ankle: its two ball loops, the motors its transmissions name, the
+    closed system's 2 degrees of freedom (8 tree DoF minus rank 6), and the sample dynamics
+    at a pose where the loops are closed."""
+    ankle = os.path.join(os.path.dirname(DEFAULT_URDF), 'parallel_ankle.urdf')
+    status, out, _ = inspect(capsys, ankle)
+    assert status == 0
+    assert 'actuated joints (2, named by <transmission> or <ros2_control>): motor_left, ' \
+           'motor_right' in out
+    assert 'closed loops (2 <constraint>, 6 rows)' in out
+    assert 'rod_left_ball           ball      rod_left -> foot, rows 0-2' in out
+    assert 'closed system: 2 degrees of freedom (8 of the tree minus the rank 6' in out
+    assert '(the loops closed)' in out and 'gravity compensation at the actuated joints' in out
+    model = rbd.Model.from_urdf(ankle)
+    pose = out.split('sample pose q = [', 1)[1].split(']', 1)[0]
+    q = np.array([float(x) for x in pose.split()])
+    assert np.abs(rbd.constraint_residual(model, q)).max() < 1e-3     # (printed to 4 digits)
+    assert 'closed loops' not in inspect(capsys, DEFAULT_URDF)[1]
+
+
+def test_inspect_refuses_a_bad_constraint_naming_it(tmp_path, capsys):
+    path = tmp_path / 'bad.urdf'
+    with open(os.path.join(os.path.dirname(DEFAULT_URDF), 'parallel_ankle.urdf')) as handle:
+        path.write_text(handle.read().replace('<child link="foot"/> <child_origin xyz="-0.04 '
+                                              '0.035', '<child link="toe"/> <child_origin xyz='
+                                              '"-0.04 0.035'))
+    status, out, _ = inspect(capsys, str(path))
+    assert status == 2
+    assert "constraint 'rod_left_ball': child link 'toe' does not exist" in out

@@ -142,6 +142,10 @@ def _setup(args):
         raise UsageError(f'--urdf {args.urdf}: joint {multi[0]!r} is {model.joint[multi[0]].type}'
                          ': the analysis is for fixed-base robots whose joints JointState '
                          'carries (revolute, continuous, prismatic)')
+    if model.constraint_names:      # the tree's torques are not the motors' in a closed loop
+        raise UsageError(f'--urdf {args.urdf} closes kinematic loops with <constraint> '
+                         f'({", ".join(map(repr, model.constraint_names))}): the analysis '
+                         'does not handle closed loops yet')
     if not (math.isfinite(args.cutoff) and args.cutoff > 0):
         raise UsageError(f'--cutoff must be a positive number of Hz, got {args.cutoff}')
     if args.max_gap is not None and not (math.isfinite(args.max_gap) and args.max_gap > 0):

@@ -21,14 +21,17 @@ with compile_lock():   # importing the entry points compiles them, or loads numb
                       inertial_regressor, integrate, interpolate, inverse_dynamics,
                       joint_friction_torques, kinetic_energy, mass_matrix, nonlinear_effects,
                       potential_energy)
+    from .closed_loops import (close_loops, constrained_forward_dynamics,
+                               constrained_inverse_dynamics, constraint_bias, constraint_jacobian,
+                               constraint_residual, mobility)
 from .data import Data
 from .identification import PayloadEstimate, estimate_payload
 from .errors import InertiaError, JointError, ModelError, TopologyError, URDFSyntaxError
-from .model import FLOATING_BASE_JOINT, JointInfo, Model
+from .model import FLOATING_BASE_JOINT, ConstraintInfo, JointInfo, Model
 from .pinocchio_layout import PinocchioLayout
 
 __all__ = [
-    'Model', 'Data', 'JointInfo', 'FramePoses', 'FLOATING_BASE_JOINT', 'REFERENCES',
+    'Model', 'Data', 'JointInfo', 'ConstraintInfo', 'FramePoses', 'FLOATING_BASE_JOINT', 'REFERENCES',
     'JIT_ENABLED', 'ModelError', 'URDFSyntaxError', 'TopologyError', 'JointError',
     'InertiaError', 'inverse_dynamics', 'gravity_torques', 'nonlinear_effects', 'mass_matrix',
     'coriolis_matrix', 'forward_dynamics', 'joint_friction_torques', 'frame_poses',
@@ -36,4 +39,6 @@ __all__ = [
     'kinetic_energy', 'potential_energy', 'integrate', 'difference', 'interpolate',
     'center_of_mass_jacobian', 'centroidal_momentum', 'centroidal_momentum_matrix',
     'inertial_regressor', 'estimate_payload', 'PayloadEstimate', 'PinocchioLayout',
+    'constraint_residual', 'constraint_jacobian', 'constraint_bias', 'close_loops',
+    'constrained_forward_dynamics', 'constrained_inverse_dynamics', 'mobility',
 ]

@@ -12,15 +12,19 @@ import threading
 import numpy as np
 
 from . import layout as L
+from .loops import work_size
 
 
 class Data:
     """Workspace arrays of one model (shapes in layout.py): ``ws`` (one row per body, then the
     scratch row), ``dof_ws`` (one row per degree of freedom), zero arguments (no external
-    wrench, zero acceleration), and ``handle``, the addresses the compiled entry points read them from. Use a Data from one
-    thread at a time."""
+    wrench, zero acceleration), the closed-loop workspace ``loop_ws`` and its row order
+    ``loop_pivot`` (loops.work_size; one unused entry for a tree), and ``handle``, the
+    addresses the compiled entry points read them from. Use a Data from one thread at a
+    time."""
 
-    __slots__ = ('model', 'ws', 'dof_ws', 'zero_fext', 'zero_v', 'handle', '_dof_parent')
+    __slots__ = ('model', 'ws', 'dof_ws', 'zero_fext', 'zero_v', 'handle', '_dof_parent',
+                 'loop_ws', 'loop_pivot')
 
     def __init__(self, model):
         nb = model.body_int.shape[0]
@@ -43,6 +47,16 @@ class Data:
         handle[L.H_NDOF] = ndof
         handle[L.H_DOF_PARENT] = self._dof_parent.ctypes.data
         handle[L.H_ZERO_FEXT] = self.zero_fext.ctypes.data
+        rows = model.constraint_rows
+        self.loop_ws = np.zeros(max(work_size(model.nv_full, rows), 1))
+        self.loop_pivot = np.zeros(max(rows, model.nv_full, 1) if rows else 1, dtype=np.int64)
+        handle[L.H_NLOOP] = model._loop_int.shape[0]
+        handle[L.H_LOOP_INT] = model._loop_int.ctypes.data
+        handle[L.H_LOOP_FLOAT] = model._loop_float.ctypes.data
+        handle[L.H_NROW] = rows
+        handle[L.H_ROW_LOOP] = model._row_constraint.ctypes.data
+        handle[L.H_LOOP_WS] = self.loop_ws.ctypes.data
+        handle[L.H_LOOP_PIVOT] = self.loop_pivot.ctypes.data
         self.handle = handle
 
     def __repr__(self):

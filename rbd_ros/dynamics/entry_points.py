@@ -13,14 +13,19 @@ from ._jit import (ARRAY3, HANDLE, INDEX, MATRIX, SCALAR, VECTOR, borrow, chunk_
                    inline_kernel, int_view, kernel, prange, signature)
 from .aba import aba
 from .centroidal import centroidal_momentum, centroidal_momentum_matrix
-from .checks import OK, STATUS_STRIDE
+from .checks import BAD_SHAPE, OK, STATUS_STRIDE, configuration_status, state_status
 from .configuration import difference, integrate, interpolate
 from .coriolis import coriolis_matrix
 from .crba import crba
-from .kinematics import (center_of_mass, center_of_mass_jacobian, frame_jacobian, frame_motion,
-                         frame_placements, kinetic_energy, potential_energy)
+from .kinematics import (body_accelerations, body_placements, body_velocities, center_of_mass,
+                         center_of_mass_jacobian, frame_jacobian, frame_motion, frame_placements,
+                         kinetic_energy, potential_energy)
 from .layout import (BODY_INT_COLS, DOF_WS_COLS, H_BODY_FLOAT, H_BODY_INT, H_DOF_PARENT,
-                     H_DOF_WS, H_NBODY, H_NDOF, H_NFLOAT, H_WS, H_ZERO_FEXT, WS_COLS)
+                     H_DOF_WS, H_LOOP_FLOAT, H_LOOP_INT, H_LOOP_PIVOT, H_LOOP_WS, H_NBODY, H_NDOF,
+                     H_NFLOAT, H_NLOOP, H_NROW, H_ROW_LOOP, H_WS, H_ZERO_FEXT, LOOP_FLOAT_COLS,
+                     LOOP_INT_COLS, NVJ, WS_COLS)
+from .loops import (closed_forward_dynamics, closed_inverse_dynamics, loop_bias, loop_jacobian,
+                    loop_residual, loop_work, work_size)
 from .regressor import inertial_regressor
 from .rnea import gravity_rnea, rnea
 
@@ -45,6 +50,20 @@ def dof_tables(h):
     """(dof_ws, dof_parent) of a handle, borrowed."""
     n = h[H_NDOF]
     return float_view(h[H_DOF_WS], n * DOF_WS_COLS), index_view(h[H_DOF_PARENT], n)
+
+
+@inline_kernel
+def loop_tables(h):
+    """(loop_int, loop_float, row_loop, lw, pivot) of a handle, borrowed: the constraints'
+    table (nloop x LOOP_INT_COLS), their flat float table (nloop * LOOP_FLOAT_COLS), each
+    row's constraint (H_NROW), the closed-loop workspace (loops.work_size floats) and its row
+    order (max(rows, nv) int64). Zero-length for a model without constraints."""
+    nloop, rows = h[H_NLOOP], h[H_NROW]
+    nv = h[H_NDOF]
+    return (int_view(h[H_LOOP_INT], nloop, LOOP_INT_COLS),
+            float_view(h[H_LOOP_FLOAT], nloop * LOOP_FLOAT_COLS), index_view(h[H_ROW_LOOP], rows),
+            float_view(h[H_LOOP_WS], max(work_size(nv, rows), 1)),
+            index_view(h[H_LOOP_PIVOT], max(rows, nv) if rows else 1))
 
 
 # ---- single configurations -------------------------------------------------------------------
@@ -174,6 +193,168 @@ def centroidal_momentum_entry(h, q, v, out):
 def centroidal_momentum_matrix_entry(h, q, A):
     body_int, body_float, ws = model_tables(h)
     return centroidal_momentum_matrix(body_int, body_float, ws, borrow(q), borrow(A))
+
+
+# ---- closed loops (loops.py): the constraints' rows, closed forward and inverse dynamics --------
+@inline_kernel
+def loop_rows_status(h, out_rows):
+    """BAD_SHAPE unless an output has the model's constraint rows."""
+    return OK if out_rows == h[H_NROW] else BAD_SHAPE
+
+
+@kernel
+def loop_residual_at(h, body_int, body_float, ws, q, phi):
+    """phi at q (placements first), after the input checks."""
+    loop_int, loop_float, _, _, _ = loop_tables(h)
+    status = configuration_status(body_int, q)
+    if status == OK:
+        status = loop_rows_status(h, phi.shape[0])
+    if status != OK:
+        return status
+    body_placements(body_int, body_float, ws, q)
+    return loop_residual(body_int, body_float, ws, loop_int, loop_float, phi)
+
+
+@kernel
+def loop_jacobian_at(h, body_int, body_float, ws, q, K):
+    """K at q (placements first), after the input checks."""
+    loop_int, loop_float, _, _, _ = loop_tables(h)
+    status = configuration_status(body_int, q)
+    if status == OK:
+        status = loop_rows_status(h, K.shape[0])
+    if status == OK and K.shape[1] != body_int[0, NVJ]:
+        status = BAD_SHAPE
+    if status != OK:
+        return status
+    body_placements(body_int, body_float, ws, q)
+    return loop_jacobian(body_int, body_float, ws, loop_int, loop_float, K)
+
+
+@kernel
+def loop_bias_at(h, body_int, body_float, ws, q, v, k):
+    """k at (q, v) (placements, twists, accelerations at qdd = 0 first), after the checks."""
+    loop_int, loop_float, _, lw, _ = loop_tables(h)
+    status = state_status(body_int, q, v, v)
+    if status == OK:
+        status = loop_rows_status(h, k.shape[0])
+    if status != OK:
+        return status
+    zero_a = loop_work(lw, v.shape[0], k.shape[0])[7]
+    body_velocities(body_int, body_float, ws, q, v)
+    body_accelerations(body_int, body_float, ws, zero_a)
+    return loop_bias(body_int, body_float, ws, loop_int, loop_float, k)
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR))
+def loop_residual_entry(h, q, phi):
+    body_int, body_float, ws = model_tables(h)
+    return loop_residual_at(h, body_int, body_float, ws, borrow(q), borrow(phi))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, MATRIX))
+def loop_jacobian_entry(h, q, K):
+    body_int, body_float, ws = model_tables(h)
+    return loop_jacobian_at(h, body_int, body_float, ws, borrow(q), borrow(K))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR))
+def loop_bias_entry(h, q, v, k):
+    body_int, body_float, ws = model_tables(h)
+    return loop_bias_at(h, body_int, body_float, ws, borrow(q), borrow(v), borrow(k))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, MATRIX, SCALAR, SCALAR, VECTOR))
+def closed_forward_dynamics_entry(h, q, v, tau, f_ext, alpha, beta, qdd):
+    if h[H_NROW] == 0:              # (a tree: no closed-loop workspace; api.py never calls)
+        return BAD_SHAPE
+    body_int, body_float, ws = model_tables(h)
+    loop_int, loop_float, _, lw, pivot = loop_tables(h)
+    dof_parent = dof_tables(h)[1]
+    return closed_forward_dynamics(body_int, body_float, ws, dof_parent, loop_int, loop_float, lw,
+                                   pivot, borrow(q), borrow(v), borrow(tau), borrow(f_ext), alpha,
+                                   beta, borrow(qdd))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, MATRIX, VECTOR, VECTOR))
+def closed_inverse_dynamics_entry(h, q, v, a, f_ext, driven, tau):
+    if h[H_NROW] == 0:
+        return BAD_SHAPE
+    body_int, body_float, ws = model_tables(h)
+    loop_int, loop_float, _, lw, pivot = loop_tables(h)
+    return closed_inverse_dynamics(body_int, body_float, ws, loop_int, loop_float, lw, pivot,
+                                   borrow(q), borrow(v), borrow(a), borrow(f_ext), borrow(driven),
+                                   borrow(tau))
+
+
+@kernel
+def loop_residual_batch(h, Q, PHI):
+    body_int, body_float, ws = model_tables(h)
+    q, out = borrow(Q), borrow(PHI)
+    for n in range(q.shape[0]):
+        status = loop_residual_at(h, body_int, body_float, ws, q[n], out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def loop_jacobian_batch(h, Q, K):
+    body_int, body_float, ws = model_tables(h)
+    q, out = borrow(Q), borrow(K)
+    for n in range(q.shape[0]):
+        status = loop_jacobian_at(h, body_int, body_float, ws, q[n], out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def loop_bias_batch(h, Q, V, KB):
+    body_int, body_float, ws = model_tables(h)
+    q, v, out = borrow(Q), borrow(V), borrow(KB)
+    for n in range(q.shape[0]):
+        status = loop_bias_at(h, body_int, body_float, ws, q[n], v[n], out[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def closed_forward_dynamics_batch(h, Q, V, TAU, F_EXT, alpha, beta, QDD):
+    """F_EXT has one row, shared by all, or one per configuration. Rows in turn, not over
+    threads: a parallel kernel of this size took 12 s more to compile (warmup) for a speed-up
+    only batches of thousands see."""
+    if h[H_NROW] == 0:
+        return BAD_SHAPE
+    body_int, body_float, ws = model_tables(h)
+    loop_int, loop_float, _, lw, pivot = loop_tables(h)
+    dof_parent = dof_tables(h)[1]
+    q, v, tau, f_ext, qdd = borrow(Q), borrow(V), borrow(TAU), borrow(F_EXT), borrow(QDD)
+    for n in range(q.shape[0]):
+        f = f_ext[0] if f_ext.shape[0] == 1 else f_ext[n]
+        status = closed_forward_dynamics(body_int, body_float, ws, dof_parent, loop_int,
+                                         loop_float, lw, pivot, q[n], v[n], tau[n], f, alpha,
+                                         beta, qdd[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
+def closed_inverse_dynamics_batch(h, Q, V, A, F_EXT, driven, TAU):
+    """F_EXT has one row, shared by all, or one per configuration."""
+    if h[H_NROW] == 0:
+        return BAD_SHAPE
+    body_int, body_float, ws = model_tables(h)
+    loop_int, loop_float, _, lw, pivot = loop_tables(h)
+    q, v, a, f_ext, tau = borrow(Q), borrow(V), borrow(A), borrow(F_EXT), borrow(TAU)
+    for n in range(q.shape[0]):
+        f = f_ext[0] if f_ext.shape[0] == 1 else f_ext[n]
+        status = closed_inverse_dynamics(body_int, body_float, ws, loop_int, loop_float, lw, pivot,
+                                         q[n], v[n], a[n], f, driven, tau[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
 
 
 # ---- batches: rows over threads (parallel) ---------------------------------------------------

@@ -88,7 +88,9 @@ SCRATCH_FORCE = 24     # 6: a force vector (CRBA: F = Ic S; ABA: pa)
 SCRATCH_DOF = 30       # 6: one number per joint velocity (S^T F; J_k^T B)
 SCRATCH_U_DINV = 36    # 36: ABA's U D^-1, one 6-column per joint velocity (column k at +6k)
 SCRATCH_18 = 72        # 18: three motion vectors (Coriolis: columns of B)
-SCRATCH_COLS = 90
+SCRATCH_FRAME_A = 90   # 12: a loop constraint's frame A in the world (oMa; loops.py)
+SCRATCH_FRAME_B = 102  # 12: its frame B (oMb)
+SCRATCH_COLS = 114
 assert SCRATCH_COLS <= WS_COLS, 'the scratch row is an ordinary workspace row (data.py)'
 
 # --- dof workspace columns (one row per degree of freedom; Coriolis matrix) ------------------
@@ -97,6 +99,29 @@ COR_DJ = 6       # 6: its time derivative
 COR_DFDV = 12    # 6: Yc dJ + Bc J of the dof
 COR_AG = 18      # 6: Yc J of the dof
 DOF_WS_COLS = 24
+
+# --- loop closures (model.loop_int, model.loop_float: one row per <constraint>) -------------
+# A constraint holds frame A (on body A) on frame B (on body B): their origins coincide (3
+# rows, world axes), and for a revolute one axis_A (in A) stays along axis_B (in B) (2 rows:
+# the relative rotation across NORMAL_1 and NORMAL_2, the world directions of two unit
+# vectors of A normal to axis_A), for a fixed one the frames' axes coincide (3 rows, world).
+LOOP_TYPE = 0        # LOOP_BALL, LOOP_REVOLUTE or LOOP_FIXED
+LOOP_BODY_A = 1      # the body frame A is fixed to (0: the world of a fixed base)
+LOOP_BODY_B = 2      # the body frame B is fixed to
+LOOP_ROW = 3         # the constraint's first row in phi, K and k
+LOOP_ROWS = 4        # its rows: 3, 5 or 6
+LOOP_INT_COLS = 5
+LOOP_PLACEMENT_A = 0   # 12: frame A in body A's frame (body-from-frame)
+LOOP_PLACEMENT_B = 12  # 12: frame B in body B's frame
+LOOP_AXIS_A = 24       # 3: revolute: the unit axis in frame A
+LOOP_AXIS_B = 27       # 3: revolute: the unit axis in frame B
+LOOP_NORMAL_1 = 30     # 3: revolute: a unit vector of frame A normal to the axis
+LOOP_NORMAL_2 = 33     # 3: revolute: axis x NORMAL_1
+LOOP_FLOAT_COLS = 36
+LOOP_BALL = 1
+LOOP_REVOLUTE = 2
+LOOP_FIXED = 3
+LOOP_TYPE_ROWS = {LOOP_BALL: 3, LOOP_REVOLUTE: 5, LOOP_FIXED: 6}
 
 # --- the kernel handle (data.handle, int64): where a model and a workspace live --------------
 H_BODY_INT = 0     # address of body_int
@@ -108,4 +133,11 @@ H_DOF_WS = 5       # address of dof_ws
 H_NDOF = 6         # its rows (the internal nv, at least 1)
 H_DOF_PARENT = 7   # address of dof_parent (internal nv entries)
 H_ZERO_FEXT = 8    # address of a zero (nbody x 6) external-wrench table (calls without f_ext)
-HANDLE_LEN = 9
+H_NLOOP = 9        # loop closures (constraints): rows of loop_int and loop_float (0: a tree)
+H_LOOP_INT = 10    # address of loop_int (nloop x LOOP_INT_COLS)
+H_LOOP_FLOAT = 11  # address of loop_float (nloop x LOOP_FLOAT_COLS)
+H_NROW = 12        # constraint rows in all (3, 5 or 6 per constraint)
+H_ROW_LOOP = 13    # address of row_loop (H_NROW int64): each row's constraint index
+H_LOOP_WS = 14     # address of the closed-loop workspace (Data.loop_ws: loops.work_size)
+H_LOOP_PIVOT = 15  # address of its row order (Data.loop_pivot: H_NROW int64)
+HANDLE_LEN = 16

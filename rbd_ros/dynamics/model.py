@@ -17,7 +17,7 @@ import numpy as np
 
 from . import layout as L
 from .data import Data, ThreadData
-from .errors import InertiaError
+from .errors import InertiaError, TopologyError
 from .inertia import inertia_problem, nearest_valid_inertia
 from .spatial import add_inertia_to_parent
 from .urdf import ModelWarning, raise_errors, read_urdf, refused_by_strict
@@ -56,6 +56,19 @@ class JointInfo:
     friction: float = 0.0
     mimic: tuple = None     # (leader, multiplier, offset), resolved to a leader that owns a coordinate
     axis: tuple = (1.0, 0.0, 0.0)   # unit axis in the joint frame (planar: the plane normal)
+
+
+@dataclass(frozen=True)
+class ConstraintInfo:
+    """One loop closure (a URDF <constraint>): frame A on ``parent`` (the link's frame moved by
+    ``parent_origin``) held on frame B on ``child``; its rows ``row`` to ``row + rows - 1``
+    of ``constraint_residual`` and ``constraint_jacobian`` (3 ball, 5 revolute, 6 fixed)."""
+    name: str
+    type: str
+    parent: str
+    child: str
+    row: int
+    rows: int
 
 
 def _planar_basis(normal):
@@ -214,8 +227,15 @@ class Model:
         self.frame_placement = np.array([_transform(link_E[n], link_r[n])
                                          for n in self.frame_names])
 
+        # ---- loop closures (RBDA ch. 8: the URDF's tree is the spanning tree) -----------
+        self._build_loops(robot, link_body, link_E, link_r)
+
         # ---- public coordinates (mimic joints removed) and joint metadata --------------
         self._build_coordinates(robot, body_rows)
+        #: the joints <transmission> elements and <ros2_control> blocks drive (with a
+        #: command interface), in the file's order; [] when the description names none
+        self.actuated_joints = [name for name, _ in robot.actuated
+                                if self.joint[name].v_index is not None]
         armature_full = self._armature_per_dof(robot, body_rows, armature)
         for i in range(1, nb):
             vi, nvj = body_int[i, L.VIDX], body_int[i, L.NVJ]
@@ -237,7 +257,8 @@ class Model:
         self.body_float = _read_only(self._body_float[:body_float.size].reshape(body_float.shape))
         for name in ('dof_parent', 'frame_body', 'frame_placement', 'gravity', 'armature',
                      'lower_limits', 'upper_limits', 'velocity_limits', 'effort_limits',
-                     'damping', 'friction', 'mimic_map', 'q_full_index', 'v_full_index'):
+                     'damping', 'friction', 'mimic_map', 'q_full_index', 'v_full_index',
+                     'loop_int', 'loop_float', 'row_constraint'):
             setattr(self, name, _read_only(getattr(self, name)))
         self.direct = not self.has_mimic      # public coordinates are the kernels' own
         fatal = refused_by_strict(self.warnings, strict)   # (the same verdict as inspect --strict)
@@ -481,6 +502,48 @@ class Model:
                 harmless = harmless or verdict is None
             self.warnings.append(ModelWarning(message, InertiaError, harmless=harmless))
 
+
+    def _build_loops(self, robot, link_body, link_E, link_r):
+        """The loop tables (layout.LOOP_*): per <constraint>, its type, the bodies and
+        body-frame placements of frames A and B, the revolute's axes and the two normals of
+        axis A its rotation rows measure across; ``row_constraint``: each row's constraint."""
+        infos, int_rows, float_rows, row_constraint = [], [], [], []
+        errors = []
+        codes = {'ball': L.LOOP_BALL, 'revolute': L.LOOP_REVOLUTE, 'fixed': L.LOOP_FIXED}
+        for record in robot.constraints.values():
+            a, b = link_body[record.parent], link_body[record.child]
+            if a == b:
+                what = ('welded to the world (the fixed base)' if a == 0 else
+                        'welded together by fixed joints (one body)')
+                errors.append((TopologyError, f'{robot.source}:{record.line}: constraint '
+                               f'{record.name!r}: links {record.parent!r} and {record.child!r} '
+                               f'are {what}: nothing moves one against the other'))
+                continue
+            code = codes[record.type]
+            rows = L.LOOP_TYPE_ROWS[code]
+            row = len(row_constraint)
+            int_rows.append((code, a, b, row, rows))
+            row_constraint.extend([len(infos)] * rows)
+            placement_a = _transform(link_E[record.parent] @ record.parent_rotation,
+                                     link_E[record.parent] @ record.parent_xyz
+                                     + link_r[record.parent])
+            placement_b = _transform(link_E[record.child] @ record.child_rotation,
+                                     link_E[record.child] @ record.child_xyz
+                                     + link_r[record.child])
+            normal_1, normal_2 = _planar_basis(record.parent_axis)
+            float_rows.append(np.concatenate([placement_a, placement_b, record.parent_axis,
+                                              record.child_axis, normal_1, normal_2]))
+            infos.append(ConstraintInfo(record.name, record.type, record.parent, record.child,
+                                        row, rows))
+        raise_errors(errors)
+        self.constraints = infos
+        self.constraint_names = [info.name for info in infos]
+        self.constraint_rows = len(row_constraint)
+        self._loop_int = np.array(int_rows, dtype=np.int64).reshape(-1, L.LOOP_INT_COLS)
+        self._loop_float = np.array(float_rows, dtype=float).reshape(-1, L.LOOP_FLOAT_COLS)
+        self._row_constraint = np.array(row_constraint, dtype=np.int64)
+        self.loop_int, self.loop_float = self._loop_int, self._loop_float
+        self.row_constraint = self._row_constraint
 
     def create_data(self):
         """A new workspace for this model: pass it as ``data=`` to give a thread (or a loop)

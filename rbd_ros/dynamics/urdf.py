@@ -11,7 +11,12 @@ KDL, Pinocchio) accepts, and sorting every problem into one of three kinds:
   ones, which say so: a broken <visual> or material (display only). Inertia warnings are added
   by model.py, which knows what the dynamics use.
 - **notes**: the parser's own noise: elements and attributes that URDF does not define or that
-  the dynamics never read (Gazebo tags, <transmission>, ...). Never a warning, never an error.
+  the dynamics never read (Gazebo tags, ...). Never a warning, never an error.
+
+Beside the tree: ``<constraint>`` elements (urdfdom PR #264's proposal) close kinematic loops
+(read into :class:`ConstraintRecord`; a bad one is an error naming the constraint), and the
+joints that ``<transmission>`` elements and ``<ros2_control>`` blocks name (with a
+``command_interface``) are the actuated ones (``RobotRecord.actuated``).
 
 A xacro source (named ``*.xacro``, or with unexpanded ``<xacro:...>`` elements or ``${...}``,
 ``$(...)`` substitutions) is an error that gives the command expanding it.
@@ -38,8 +43,11 @@ URDF_VERSIONS = ('1.0', '1.1', '1.2')   # what urdfdom 6 reads
 # overflow float64 into inf and NaN torques.
 PHYSICAL_LIMIT = 1e12
 
+CONSTRAINT_TYPES = ('ball', 'revolute', 'fixed')   # loop joints: 3, 5 and 6 equations
+
 # Top-level elements the dynamics never read: skipped whole, silently (they are not noise).
-IGNORED_TOP_LEVEL = ('material', 'gazebo', 'transmission', 'ros2_control', 'sensor', 'plugin')
+# (<transmission> and <ros2_control> are read for the actuated joints only.)
+IGNORED_TOP_LEVEL = ('material', 'gazebo', 'sensor', 'plugin')
 # The attributes and children URDF defines per element; anything else is a note.
 KNOWN = {
     'robot': ({'name', 'version'}, set()),
@@ -51,6 +59,8 @@ KNOWN = {
               set()),
     'dynamics': ({'damping', 'friction'}, set()),
     'mimic': ({'joint', 'multiplier', 'offset'}, set()),
+    'constraint': ({'name', 'type'}, {'parent', 'child', 'parent_origin', 'child_origin',
+                                      'parent_axis', 'child_axis'}),
 }
 
 
@@ -130,6 +140,24 @@ class JointRecord:
 
 
 @dataclass
+class ConstraintRecord:
+    """One <constraint> (a loop joint): frame A is ``parent``'s link frame moved by
+    (parent_rotation, parent_xyz), frame B is ``child``'s moved by (child_rotation, child_xyz);
+    the axes (unit, revolute only) are in frames A and B."""
+    name: str
+    line: int
+    type: str            # 'ball', 'revolute' or 'fixed' (CONSTRAINT_TYPES)
+    parent: str
+    child: str
+    parent_rotation: np.ndarray
+    parent_xyz: np.ndarray
+    child_rotation: np.ndarray
+    child_xyz: np.ndarray
+    parent_axis: np.ndarray
+    child_axis: np.ndarray
+
+
+@dataclass
 class RobotRecord:
     name: str
     source: str
@@ -139,6 +167,10 @@ class RobotRecord:
     child_joints: dict   # link name -> [joint names] in URDF order
     warnings: list       # ModelWarning
     notes: list          # str: the parser's noise
+    constraints: dict = field(default_factory=dict)   # name -> ConstraintRecord, in URDF order
+    #: the joints <transmission> elements and <ros2_control> blocks name (with a command
+    #: interface), in the file's order, each once: (joint name, line)
+    actuated: list = field(default_factory=list)
 
 
 def read_text(path_or_xml, source=None):
@@ -269,10 +301,10 @@ class _Reader:
             return None
         return values if count > 1 else values[0]
 
-    def origin(self, parent, what):
-        """(rotation, xyz) of the <origin> child of ``parent`` (identity when absent); None
-        after an error."""
-        origin = parent.find('origin')
+    def origin(self, parent, what, tag='origin'):
+        """(rotation, xyz) of the <origin> (or ``tag``) child of ``parent`` (identity when
+        absent); None after an error."""
+        origin = parent.find(tag)
         if origin is None:
             return np.eye(3), np.zeros(3)
         xyz = self.numbers(origin, 'xyz', 3, what + ' origin', [0.0, 0.0, 0.0])
@@ -591,6 +623,90 @@ class _Reader:
             return
         record.mimic = (leader, multiplier, offset)
 
+    # -- loop closures and actuators ----------------------------------------------------------
+    def constraint(self, element, name, links):
+        """A <constraint> (a loop joint closing the tree), or None after its errors, each naming
+        the constraint and the culprit."""
+        what = f'constraint {name!r}'
+        self.unknown(element, what)
+        kind = element.get('type')
+        ok = True
+        if kind not in CONSTRAINT_TYPES:
+            self.error(JointError, element, f'{what} has '
+                       f'{"no type" if kind is None else f"unknown type {kind!r}"} (expected '
+                       f'one of {", ".join(CONSTRAINT_TYPES)})')
+            ok = False
+        ends = {}
+        for role in ('parent', 'child'):
+            tag = element.find(role)
+            link = tag.get('link') if tag is not None else None
+            if not link:
+                self.error(TopologyError, element, f'{what} has no <{role} link="...">')
+                ok = False
+            elif link not in links:
+                self.error(TopologyError, tag, f'{what}: {role} link {link!r} does not exist')
+                ok = False
+            ends[role] = link
+        if ok and ends['parent'] == ends['child']:
+            self.error(TopologyError, element, f'{what}: link {ends["parent"]!r} is constrained '
+                       'to itself (parent and child are the same link)')
+            ok = False
+        placements, axes = {}, {}
+        for role in ('parent', 'child'):
+            placements[role] = self.origin(element, f'{what} {role}', tag=f'{role}_origin')
+            axis_tag = element.find(f'{role}_axis')
+            axes[role] = np.array([1.0, 0.0, 0.0])      # URDF's default axis
+            if axis_tag is None:
+                continue
+            if kind != 'revolute':
+                self.note(axis_tag, f'{what}: <{role}_axis> ignored (a {kind} constraint has '
+                          'no axis)')
+                continue
+            value = self.numbers(axis_tag, 'xyz', 3, f'{what} {role}_axis', [0.0, 0.0, 0.0])
+            if value is None:
+                ok = False
+                continue
+            norm = float(np.linalg.norm(value))
+            if norm < 1e-12:
+                self.error(JointError, axis_tag, f'{what}: {role}_axis is zero')
+                ok = False
+                continue
+            axes[role] = np.array(value) / norm
+        if not ok or placements['parent'] is None or placements['child'] is None:
+            return None
+        return ConstraintRecord(name, element.sourceline, kind, ends['parent'], ends['child'],
+                                *placements['parent'], *placements['child'], axes['parent'],
+                                axes['child'])
+
+    def actuated_joints(self, element, joints, seen, out):
+        """Append to ``out`` the (joint, line) a <transmission> or <ros2_control> names as
+        driven, each once (``seen``): every <joint> of a transmission; a ros2_control
+        <joint> with a <command_interface> (one with state interfaces only is a sensor). A
+        name that is no moving joint is a note: a transmission never changes the dynamics."""
+        block = _local(element)
+        what = f'<{block}> {element.get("name")!r}' if element.get('name') else f'<{block}>'
+        for tag in element.iter('joint'):
+            if not isinstance(tag.tag, str) or tag.getparent() is not element:
+                continue
+            name = tag.get('name')
+            if not name:
+                self.note(tag, f'{what}: <joint> without a name ignored')
+                continue
+            if block == 'ros2_control' and not any(
+                    isinstance(c.tag, str) and _local(c) == 'command_interface' for c in tag):
+                continue
+            if name not in joints:
+                self.note(tag, f'{what} names joint {name!r}, which the robot does not have '
+                          '(not an actuated joint)')
+            elif joints[name].type == 'fixed':
+                self.note(tag, f'{what} names fixed joint {name!r} (not an actuated joint)')
+            elif joints[name].mimic is not None:
+                self.note(tag, f'{what} names mimic joint {name!r}: it follows its leader '
+                          '(not an actuated joint)')
+            elif name not in seen:
+                seen.add(name)
+                out.append((name, tag.sourceline))
+
 
 def _is_drake_tag(element):
     return isinstance(element.tag, str) and (element.prefix == 'drake' or 'drake' in
@@ -626,8 +742,15 @@ def read_urdf(path_or_xml, source=None):
                     f'{", ".join(URDF_VERSIONS)}; read as 1.0', URDFSyntaxError)
 
     links, joints, lines = {}, {}, {}
+    constraint_elements, actuator_elements = [], []
     for element in root:
         tag = _local(element)
+        if tag == 'constraint':
+            constraint_elements.append(element)
+            continue
+        if tag in ('transmission', 'ros2_control'):
+            actuator_elements.append(element)
+            continue
         if tag not in ('link', 'joint'):
             if tag and tag not in IGNORED_TOP_LEVEL:
                 reader.note(element, f'<{_shown(element)}> ignored (the dynamics do not read it)')
@@ -653,10 +776,27 @@ def read_urdf(path_or_xml, source=None):
         reader.errors.append((TopologyError, f'{source}: the robot has no <link>'))
     root_link, child_joints = _check_tree(reader, links, joints) if links else (None, {})
     _check_mimics(reader, joints)
+    constraints = {}
+    for element in constraint_elements:
+        element_name = element.get('name')
+        if not element_name:
+            reader.error(TopologyError, element, '<constraint> without a name')
+            continue
+        if element_name in constraints or ('constraint', element_name) in lines:
+            reader.error(TopologyError, element, f'duplicate constraint name {element_name!r} '
+                         f'(first at line {lines[("constraint", element_name)]})')
+            continue
+        lines[('constraint', element_name)] = element.sourceline
+        record = reader.constraint(element, element_name, links)
+        if record is not None:
+            constraints[element_name] = record
+    actuated, seen = [], set()
+    for element in actuator_elements:
+        reader.actuated_joints(element, joints, seen, actuated)
     raise_errors(reader.errors)
     _measure_links(links, joints)
     return RobotRecord(name or '', source, root_link, links, joints, child_joints,
-                       reader.warnings, reader.notes)
+                       reader.warnings, reader.notes, constraints, actuated)
 
 
 _XACRO_SUBSTITUTION = re.compile(r'\$\{[^}]*\}|\$\([^)]*\)')
@@ -751,7 +891,8 @@ def _check_tree(reader, links, joints):
         if joint.child in parent_joint:
             reader.errors.append((TopologyError, f'{where}: link {joint.child!r} is already the '
                                   f'child of joint {parent_joint[joint.child]!r} (a kinematic '
-                                  'loop or a duplicate joint)'))
+                                  'loop or a duplicate joint: a URDF stays a tree, and a loop is '
+                                  'closed with a <constraint> element, see docs/core.md)'))
             del joints[joint.name]
             continue
         parent_joint[joint.child] = joint.name

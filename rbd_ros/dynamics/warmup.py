@@ -10,10 +10,10 @@ import time
 
 import numpy as np
 
-from . import _jit, api
+from . import _jit, api, closed_loops
 from .model import Model
 
-# one model with every joint type, a mimic joint and (below) a floating base
+# one model with every joint type, a mimic joint, a closed loop and (below) a floating base
 _URDF = '''<robot name="warmup">
   <link name="base"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
   <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
@@ -28,6 +28,7 @@ _URDF = '''<robot name="warmup">
   <joint name="j4" type="planar"><parent link="a"/><child link="d"/><axis xyz="0 0 1"/></joint>
   <joint name="j5" type="floating"><parent link="d"/><child link="e"/></joint>
   <joint name="j6" type="fixed"><parent link="e"/><child link="tool"/></joint>
+  <constraint name="loop" type="ball"><parent link="tool"/><child link="b"/></constraint>
 </robot>'''
 
 
@@ -58,6 +59,8 @@ def warm_up(verbose=True):
                 api.centroidal_momentum(model, args[0], args[1])
                 api.centroidal_momentum_matrix(model, args[0])
                 api.inertial_regressor(model, args[0], args[1], args[1])
+                _closed_loops(model, args[0], args[1])
+            closed_loops.close_loops(model, q, ['j1'])
             api.frame_poses(model, q)
             for ref in api.REFERENCES:
                 api.frame_velocity(model, q, v, 'tool', ref)
@@ -69,14 +72,32 @@ def warm_up(verbose=True):
     return elapsed
 
 
+def _closed_loops(model, q, v):
+    """The closed-loop functions on one state or a batch (q need not close the loop)."""
+    closed_loops.constraint_residual(model, q)
+    closed_loops.constraint_jacobian(model, q)
+    closed_loops.constraint_bias(model, q, v)
+    closed_loops.constrained_forward_dynamics(model, q, v, v, baumgarte=(1.0, 1.0))
+    _closed_inverse_dynamics(model, q, v)
+
+
+def _closed_inverse_dynamics(model, q, v):
+    actuated = [name for name in model.joint_names if name != 'root_joint']
+    try:        # (the loop open and v random: no motion the motors produce; compiled all the same)
+        closed_loops.constrained_inverse_dynamics(model, q, v, v, actuated)
+    except ValueError:
+        pass
+
+
 # Compile groups for the parallel warm-up: entry points whose compiles are independent, balanced
 # on a 2-core VM (~half of the serial compile each), with batch calls that compile the groups'
 # lazily typed batch kernels.
 GROUPS = (
     (('aba_entry', 'aba_fext_entry', 'crba_entry', 'integrate_entry', 'frame_placements_entry',
       'regressor_entry', 'difference_entry', 'interpolate_entry',
-      'centroidal_momentum_matrix_entry'),
+      'centroidal_momentum_matrix_entry', 'closed_forward_dynamics_entry'),
      lambda model, Q, V, f_ext: (api.forward_dynamics(model, Q, V, V),
+                                 closed_loops.constrained_forward_dynamics(model, Q, V, V),
                                  api.inertial_regressor(model, Q, V, V),
                                  api.forward_dynamics(model, Q, V, V, f_ext),
                                  api.mass_matrix(model, Q), api.integrate(model, Q, V, 0.01),
@@ -84,8 +105,14 @@ GROUPS = (
                                  api.centroidal_momentum_matrix(model, Q))),
     (('rnea_entry', 'rnea_fext_entry', 'gravity_entry', 'coriolis_entry', 'frame_motion_entry',
       'frame_jacobian_entry', 'center_of_mass_entry', 'kinetic_energy_entry',
-      'potential_energy_entry', 'center_of_mass_jacobian_entry', 'centroidal_momentum_entry'),
+      'potential_energy_entry', 'center_of_mass_jacobian_entry', 'centroidal_momentum_entry',
+      'loop_residual_entry', 'loop_jacobian_entry', 'loop_bias_entry',
+      'closed_inverse_dynamics_entry'),
      lambda model, Q, V, f_ext: (api.inverse_dynamics(model, Q, V, V),
+                                 closed_loops.constraint_residual(model, Q),
+                                 closed_loops.constraint_jacobian(model, Q),
+                                 closed_loops.constraint_bias(model, Q, V),
+                                 _closed_inverse_dynamics(model, Q, V),
                                  api.inverse_dynamics(model, Q, V, V, f_ext),
                                  api.gravity_torques(model, Q), api.coriolis_matrix(model, Q, V),
                                  api.center_of_mass(model, Q), api.kinetic_energy(model, Q, V),

@@ -110,6 +110,7 @@ def load_robot(xml: str, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.8
                          'the robot description is empty')
     model = rbd.Model(read_urdf(xml, source=path), floating_base=bool(floating_base),
                       gravity=tuple(float(g) for g in gravity), strict=strict)
+    refuse_closed_loops(model, 'the nodes do not serve closed loops yet')
     single = model.single_dof_joints()
     mimics = [j for j in model.joints if j.mimic is not None]
     multi = [j for j in model.joints if j.type in ('planar', 'floating') and j.mimic is None
@@ -128,6 +129,20 @@ def load_robot(xml: str, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.8
         direct_state=(not model.floating_base and len(single) == model.nq == model.nv
                       and list(q_index) == list(range(model.nq))
                       and list(v_index) == list(range(model.nv))))
+
+
+def refuse_closed_loops(model: rbd.Model, what: str) -> None:
+    """ValueError when the description closes kinematic loops (<constraint> elements): the
+    core reads them (rbd_ros.dynamics: constrained dynamics, close_loops), but ``what``
+    cannot honour them yet, and ignoring them would give a tree that falls apart."""
+    if model.constraint_names:
+        names = ', '.join(repr(n) for n in model.constraint_names[:4])
+        more = ', ...' if len(model.constraint_names) > 4 else ''
+        raise ValueError(f'{model.source}: the description closes {len(model.constraint_names)} '
+                         f'kinematic loop{"s" if len(model.constraint_names) > 1 else ""} with '
+                         f'<constraint> ({names}{more}): {what} (rbd_ros.dynamics reads them: '
+                         'constrained_forward_dynamics, constrained_inverse_dynamics, '
+                         'close_loops)')
 
 
 def read_description_file(path: str, say=None) -> tuple[str, str]:

@@ -100,6 +100,12 @@ class Simulator:
     given, then advances."""
 
     def __init__(self, model: rbd.Model, q0=None, v0=None, options: SimOptions = SimOptions()):
+        if model.constraint_names:     # its rows would be ignored: the tree falls apart
+            raise ValueError(f'{model.source}: the description closes '
+                             f'{len(model.constraint_names)} kinematic loop(s) with <constraint> '
+                             f'({", ".join(map(repr, model.constraint_names))}): the simulator '
+                             'does not simulate closed loops yet (rbd_ros.dynamics reads them: '
+                             'constrained_forward_dynamics)')
         self.model = model
         self.options = options
         self.data = model.create_data()
