@@ -1,0 +1,272 @@
+"""Where the logs are analysed: in this process one after the other, or on Dask workers (a local
+cluster of processes, or an existing scheduler's workers), and the progress of a run.
+
+- Each Dask worker process runs one numba thread (NUMBA_NUM_THREADS=1 in a local cluster's
+  workers; numba.set_num_threads(1) in each task on a scheduler's), so N workers use N cores
+  and never N x cores threads: the logs are the parallelism.
+- On a scheduler's cluster the workers find the logs themselves: each argument (made absolute
+  here without touching the file system) is expanded into logs by a worker, and each log is
+  read by the worker that analyses it; this process never opens a log.
+- A log's result carries only sums (a few KB), added in the logs' given order (compute.combine),
+  so where a log ran does not change the numbers.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+
+from .compute import LogResult, analyze_log
+from .logs import log_size
+
+#: a local cluster's start-up, estimated for --workers auto: the scheduler, then each worker
+#: process importing numpy, numba and the kernels (~1 s apiece, the workers in parallel on
+#: their cores); measured 2-3 s on the 2-core VM (benchmarks/analyze_bench.py)
+CLUSTER_STARTUP_S = 3.0
+#: bytes of MCAP one core analyses per second, for --workers auto's estimate of the work:
+#: residuals, and with identification (the 7-joint arm at 1 kHz, about 350 bytes a message;
+#: benchmarks/analyze_bench.py measures the rates)
+BYTES_PER_S = {'residuals': 60e6, 'identification': 25e6}
+#: a progress line every this many seconds when stderr is not a terminal
+PROGRESS_PERIOD_S = 10.0
+
+
+def find_logs(arguments):
+    """(log paths in order, [(argument, reason)] for arguments that hold none)."""
+    paths, missing = [], []
+    for arg in arguments:
+        if not os.path.exists(arg):
+            missing.append((arg, 'no such file or folder'))
+        elif os.path.isfile(arg) or os.path.exists(os.path.join(arg, 'metadata.yaml')):
+            paths.append(arg)
+        else:
+            found = []
+            for root, dirs, files in os.walk(arg):
+                dirs.sort()
+                if 'metadata.yaml' in files:
+                    found.append(root)
+                    dirs[:] = []          # a bag's own files are not logs of their own
+                    continue
+                found += [os.path.join(root, f) for f in sorted(files)
+                          if f.endswith(('.mcap', '.db3'))]
+            if found:
+                paths += found
+            else:
+                missing.append((arg, 'no rosbag2 logs in this folder (bag folders, .mcap or '
+                                     '.db3 files)'))
+    return paths, missing
+
+
+def estimated_seconds(size, options):
+    """The serial analysis time of ``size`` bytes of logs, on one core (BYTES_PER_S)."""
+    return size / BYTES_PER_S['identification' if options.identifying else 'residuals']
+
+
+def choose_workers(asked, paths, options, cores):
+    """(workers, why): how many local worker processes --workers ``asked`` ('auto' or N)
+    gets for these logs, and the line that says why when it is not what was asked (None)."""
+    logs = len(paths)
+    if asked == 'auto':
+        size = sum(log_size(p) for p in paths)
+        serial = estimated_seconds(size, options)
+        n = max(1, min(cores, logs))
+        parallel = CLUSTER_STARTUP_S + serial / n
+        if n < 2 or parallel >= serial:
+            return 0, (f'--workers auto: {logs} log{"s" if logs != 1 else ""}, '
+                       f'{size / 1e6:.0f} MB: about {serial:.1f} s of analysis, no more than a '
+                       f'local cluster\'s start-up and share ({parallel:.1f} s on {n} '
+                       f'worker{"s" if n != 1 else ""}): analysed in this process')
+        return n, f'--workers auto: {n} worker processes for {logs} logs of {size / 1e6:.0f} MB'
+    if asked > logs and logs:
+        return logs, (f'--workers {asked}: {logs} log{"s" if logs != 1 else ""}, one task '
+                      f'each: {logs} worker{"s" if logs != 1 else ""}')
+    return asked, None
+
+
+def run_serial(paths, urdf_text, options, progress, tell):
+    results = []
+    for path in paths:
+        progress.start(path)
+        result = analyze_log(path, urdf_text, options, progress.messages)
+        result.path = path
+        progress.done(path, result)
+        tell(result)
+        results.append(result)
+    return results
+
+
+def worker_task(path, urdf_text, options):
+    """analyze_log on a Dask worker: one numba thread for this task (the workers are the
+    parallelism; NUMBA_NUM_THREADS in a local cluster already says so)."""
+    try:
+        import numba
+        numba.set_num_threads(1)
+    except ImportError:
+        pass
+    return analyze_log(path, urdf_text, options)
+
+
+def worker_find_logs(argument):
+    """find_logs on a worker: the worker resolves the paths it will read."""
+    return find_logs([argument])
+
+
+class Cluster:
+    """A Dask client on a new local cluster of ``workers`` processes, or on ``scheduler``;
+    ``startup`` is the seconds it took."""
+
+    def __init__(self, workers=0, scheduler=None):
+        from dask.distributed import Client, LocalCluster
+        started = time.monotonic()
+        self.cluster = None
+        if scheduler:
+            self.client = Client(scheduler, timeout='10s')
+        else:
+            self.cluster = LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True,
+                dashboard_address=None, silence_logs=40,
+                env={'NUMBA_NUM_THREADS': '1', 'OMP_NUM_THREADS': '1',
+                     'OPENBLAS_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'})
+            self.client = Client(self.cluster)
+        self.startup = time.monotonic() - started
+
+    def close(self):
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def run_dask(cluster, arguments, urdf_text, options, progress, tell, remote):
+    """(results in the logs' order, [(argument, reason)] for arguments that hold no logs).
+    ``remote``: the workers resolve the arguments (a scheduler's cluster); else they are the
+    log paths found here."""
+    from dask.distributed import as_completed
+    client = cluster.client
+    missing = []
+    if remote:
+        # absolute by the string alone (this process's working directory): the workers look
+        listed = client.gather(client.map(worker_find_logs,
+                                          [os.path.abspath(a) for a in arguments],
+                                          pure=False))
+        paths, shown = [], {}
+        for argument, (found, absent) in zip(arguments, listed):
+            for path in found:
+                shown[path] = path if os.path.isabs(argument) else os.path.relpath(path)
+            paths += found
+            missing += [(argument, reason) for _, reason in absent]
+        progress.set_logs(paths)
+    else:
+        paths = list(arguments)
+        shown = {os.path.abspath(p): p for p in paths}
+    futures = {client.submit(worker_task, os.path.abspath(path), urdf_text, options,
+                             pure=False): os.path.abspath(path) for path in paths}
+    by_path = {}
+    for future in as_completed(futures):
+        path = futures[future]
+        try:
+            result = future.result()
+        except Exception as exc:     # noqa: BLE001 - a worker that died, a bug
+            result = LogResult(path=path, status='skipped',
+                               reason=f'failed on its worker: {type(exc).__name__}: {exc}')
+        result.path = shown.get(path, path)           # as the user named it
+        by_path[path] = result
+        progress.done(result.path, result)
+        tell(result)
+    return [by_path[os.path.abspath(p)] for p in paths], missing
+
+
+class Progress:
+    """A run's progress on stderr: logs done, samples per second and the time left (from the
+    share of the logs' bytes done). On a terminal a bar redrawn at most 5 times a second; else
+    (a batch job's log) a line every PROGRESS_PERIOD_S, once a run lasts that long."""
+
+    def __init__(self, paths, enabled, tty, sizes=True):
+        self.enabled = enabled
+        self.tty = tty
+        self.sizes = sizes
+        self.t0 = time.monotonic()
+        self.last = 0.0 if tty else self.t0
+        self.shown = False
+        self.samples = 0
+        self.logs_done = 0
+        self.current = None
+        self.current_read = 0
+        self.current_count = 1
+        self.finished = 0.0
+        self.set_logs(paths)
+
+    def set_logs(self, paths):
+        self.n_logs = len(paths)
+        self.size = {p: max(log_size(p), 1) for p in paths} if self.enabled and self.sizes \
+            else {}
+        self.total = sum(self.size.values()) or 1
+
+    def start(self, path):
+        if not (self.enabled and self.tty):
+            return
+        self.current, self.current_read = path, 0
+        try:
+            from rosbags.rosbag2 import Reader
+            with Reader(path) as reader:
+                self.current_count = max(reader.message_count, 1)
+        except Exception:    # noqa: BLE001 - the analysis itself will say what is wrong
+            self.current_count = 1
+
+    def messages(self, n):
+        if not self.enabled:
+            return
+        self.current_read += n
+        self.draw()
+
+    def done(self, path, result):
+        self.logs_done += 1
+        self.samples += result.samples
+        if not self.enabled:
+            return
+        self.finished += self.size.get(path, result.size or 1)
+        if not self.size:
+            self.total = max(self.total, self.finished)
+        self.current = None
+        self.draw(force=self.tty)
+
+    def fraction(self):
+        part = 0.0
+        if self.current is not None:
+            part = self.size.get(self.current, 0) * min(self.current_read / self.current_count,
+                                                         1.0)
+        if self.size:
+            return min((self.finished + part) / self.total, 1.0)
+        return self.logs_done / max(self.n_logs, 1)
+
+    def line(self):
+        fraction = self.fraction()
+        elapsed = time.monotonic() - self.t0
+        left = elapsed * (1 - fraction) / fraction if fraction > 0.01 else math.nan
+        rate = self.samples / elapsed if elapsed > 0 else 0.0
+        return (f'{self.logs_done}/{self.n_logs} logs, {self.samples:,} samples '
+                f'({rate:,.0f}/s), ' + (f'{left:.0f} s left' if math.isfinite(left) else
+                                         'time left not known yet'))
+
+    def draw(self, force=False):
+        now = time.monotonic()
+        if self.tty:
+            if not force and now - self.last < 0.2:
+                return
+            self.last = now
+            bar = '#' * int(30 * self.fraction())
+            sys.stderr.write(f'\r[{bar:-<30}] {self.line()}'.ljust(100))
+            sys.stderr.flush()
+            self.shown = True
+        elif now - self.last >= PROGRESS_PERIOD_S:
+            self.last = now
+            print(f'progress: {self.line()}', file=sys.stderr, flush=True)
+
+    def clear(self):
+        if self.enabled and self.tty and self.shown:
+            sys.stderr.write('\r' + ' ' * 100 + '\r')
+            sys.stderr.flush()
+            self.last = 0.0
+
+    def close(self):
+        self.clear()
