@@ -397,6 +397,7 @@ def report_text(summary, wall):
 DROPPED_WORDS = {
     'filter_edges': "samples inside the filter's start-up at the logs' ends",
     'missing_messages': 'samples of lost messages (interpolated)',
+    'duplicate_messages': 'messages re-sent with an earlier stamp (left out)',
     'no_base_state': "samples without the base's state (cut)",
     'short_tail': "samples of a log's last segment too short to filter",
     'unmatched_contact_messages': 'contact wrench messages stamped at no joint state',

@@ -41,8 +41,8 @@ BATCH = 4096
 #: contact wrenches stamped within it are taken as all in
 AUX_LAG_S = 1.0
 #: what a log's ``dropped`` counts (docs/analysis.md, "What is left out")
-DROPPED = ('filter_edges', 'missing_messages', 'no_base_state', 'short_tail',
-           'unmatched_contact_messages')
+DROPPED = ('filter_edges', 'missing_messages', 'duplicate_messages', 'no_base_state',
+           'short_tail', 'unmatched_contact_messages')
 
 
 class LogError(Exception):
@@ -357,7 +357,7 @@ class _Log:
         """The buffered rows as a pending segment; keep the overlap's rows for the next one."""
         piece = self._segment(self.n)
         keep = min(self.n, self.overlap(piece['period'])) if self.overlap else 0
-        piece['next_ns'] = int(piece['ns'][self.n - keep] if keep else piece['ns'][-1])
+        piece['next_ns'] = self._row_ns(self.n - keep if keep else self.n - 1)
         # fresh buffers (the segment's arrays may be views of these), the overlap's rows first
         table, recorded, n = self.table, self.recorded, self.n
         self._allocate(keep + self.segment)
@@ -378,18 +378,41 @@ class _Log:
         pieces = self._complete()
         if self.contacts is not None:
             self.dropped['unmatched_contact_messages'] += self.contacts.unmatched()
+        for stream in (self.base, self.contacts):
+            if stream is not None:
+                self.dropped['duplicate_messages'] += stream.duplicates
         return pieces
+
+    def _row_ns(self, i):
+        """The stamp (ns) of buffered row i, header or recording as the log's."""
+        if self.stamps == 'header':
+            row = self.table[i]
+            return int(row['sec']) * 1_000_000_000 + int(row['nanosec'])
+        return int(self.recorded[i])
 
     def _segment(self, n):
         """The rows 0..n on a uniform grid (a dict until the base and contacts are in)."""
         started = time.perf_counter()
-        first = self.index - n                # the message number of row 0
+        number = np.arange(self.index - n, self.index)      # the rows' message numbers
         rows = self.table[:n]
         stamp = rows['sec'].astype(np.int64) * 1_000_000_000 + rows['nanosec']
         if self.stamps is None:
             # a publisher that never stamps: the recording times
             self.stamps = 'header' if np.any(stamp) else 'recording'
         ns = stamp if self.stamps == 'header' else self.recorded[:n]
+        fresh_from = n - self.new              # rows from here on are new in this segment
+        # a message with the stamp of the one before is a re-send (sim_node in lockstep
+        # republishes its initial state until a controller answers): left out, and counted
+        repeats = np.flatnonzero(np.diff(ns) == 0) + 1
+        if repeats.size:
+            self.dropped['duplicate_messages'] += int(np.sum(repeats >= fresh_from))
+            keep = np.ones(n, bool)
+            keep[repeats] = False
+            fresh_from = int(np.sum(keep[:fresh_from]))
+            rows, ns, number = rows[keep], ns[keep], number[keep]
+            n = rows.size
+            if n < 2:
+                raise LogError(self.path, f'{self.topic} has {n} message of a distinct stamp')
         if self.t0 is None:
             self.t0 = int(ns[0])
         self.segments += 1
@@ -399,8 +422,8 @@ class _Log:
         if bad.size:
             k = int(bad[0]) + 1
             raise LogError(self.path, f'{self.topic} stamps do not increase: message '
-                                      f'{first + k} at {t[k]:.6f} s after message '
-                                      f'{first + k - 1} at {t[k - 1]:.6f} s')
+                                      f'{number[k]} at {t[k]:.6f} s after message '
+                                      f'{number[k - 1]} at {t[k - 1]:.6f} s')
         period = float(np.median(steps)) if steps.size else 1.0
         limit = GAP_PERIODS * period if self.max_gap is None else float(self.max_gap)
         gaps = np.flatnonzero(steps > limit)
@@ -418,12 +441,13 @@ class _Log:
         count = max(int(np.sum(periods)), 1)
         # lost messages: grid samples no message stood for, counted over this segment's new
         # rows only (the overlap's were counted with the segment before)
-        fresh = periods[max(0, n - self.new - 1):] if self.segments > 1 else periods
+        fresh = periods[max(0, fresh_from - 1):] if self.segments > 1 else periods
         missing = int(np.sum(fresh) - fresh.size)
         grid = np.linspace(t[0], t[-1], count + 1)
         piece = {'grid': grid, 't': t, 'ns': ns.copy(), 'period': (t[-1] - t[0]) / count,
                  'next_ns': None,
-                 'recorded': int(self.recorded[n - 1]), 'first_segment': self.segments == 1,
+                 'recorded': int(self.recorded[self.n - 1]),
+                 'first_segment': self.segments == 1,
                  'missing': missing,
                  'log': JointStateLog(
                      path=str(self.path), names=tuple(self.names), t=grid,
@@ -495,6 +519,8 @@ class _Stream:
         self.links = []           # (contacts) the links, in the order first seen
         self.link_of = []         # a layout's link: an index into links
         self.lost = 0             # (contacts) messages trimmed without meeting a joint state
+        self.last = {}            # the bytes of each link's last message (re-sends)
+        self.duplicates = 0       # re-sends left out
 
     def read(self, log, buf, offsets, sizes):
         try:
@@ -510,7 +536,26 @@ class _Stream:
             if name not in self.links:
                 self.links.append(name)
             self.link_of.append(self.links.index(name))
-        self.header.append(decode.stamps_ns(values, values.dtype))
+        header = decode.stamps_ns(values, values.dtype)
+        link = np.asarray(self.link_of, np.int64)[which]
+        # a re-send (the very stamp and values of this link's message before: sim_node
+        # republishes its initial state until a controller answers): left out, and counted
+        order = np.lexsort((np.arange(link.size), link))
+        before = np.empty_like(rows)
+        before[order[1:]] = rows[order[:-1]]
+        starts = np.ones(link.size, bool)
+        starts[order[1:]] = link[order[1:]] != link[order[:-1]]
+        for i in np.flatnonzero(starts):
+            before[i] = self.last.get(int(link[i]), ~rows[i])
+        repeat = np.all(rows == before, axis=1)
+        for i in order[np.flatnonzero(np.append(starts[order][1:], True))]:
+            self.last[int(link[i])] = rows[i].copy()       # each link's last message
+        if np.any(repeat):
+            self.duplicates += int(np.sum(repeat))
+            keep = ~repeat
+            header, link, values, recorded = (header[keep], link[keep], values[keep],
+                                              np.asarray(recorded)[keep])
+        self.header.append(header)
         self.recorded.append(np.asarray(recorded, np.int64))
         v = np.array(values['values'], dtype=float)
         if self.width == 13:
@@ -524,8 +569,8 @@ class _Stream:
                 previous = quat[k]
             self.sign = None if previous is None else previous.copy()
         self.values.append(v)
-        self.which.append(np.asarray(self.link_of, np.int64)[which])
-        self.matched.append(np.zeros(which.size, bool))
+        self.which.append(link)
+        self.matched.append(np.zeros(link.size, bool))
         self.count += which.size
 
     def _joined(self, log):
