@@ -123,11 +123,7 @@ class Cluster:
         if scheduler:
             self.client = Client(scheduler, timeout='10s')
         else:
-            self.cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True,
-                dashboard_address=None, silence_logs=40,
-                env={'NUMBA_NUM_THREADS': '1', 'OMP_NUM_THREADS': '1',
-                     'OPENBLAS_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1'})
+            self.cluster = _local_cluster(LocalCluster, workers)
             self.client = Client(self.cluster)
         self.startup = time.monotonic() - started
 
@@ -135,6 +131,41 @@ class Cluster:
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+
+
+#: each local worker's environment: one thread for numba and for any BLAS
+WORKER_ENV = {'NUMBA_NUM_THREADS': '1', 'OMP_NUM_THREADS': '1', 'OPENBLAS_NUM_THREADS': '1',
+              'MKL_NUM_THREADS': '1'}
+
+
+def _local_cluster(LocalCluster, workers):
+    """A local cluster of ``workers`` processes forked from a fork server that has imported
+    and loaded what a task needs (preload.py), with one numba thread each. Where that is not
+    to be had (no fork server on this platform), spawned workers with the same environment."""
+    import multiprocessing
+
+    import dask
+    saved = {key: os.environ.get(key) for key in WORKER_ENV}
+    try:
+        ctx = None
+        if 'forkserver' in multiprocessing.get_all_start_methods():
+            from distributed.utils import get_mp_context
+            with dask.config.set({'distributed.worker.multiprocessing-method': 'forkserver'}):
+                ctx = get_mp_context()      # (sets distributed's own preload list first)
+            ctx.set_forkserver_preload(['distributed', 'rbd_ros.analysis.preload'])
+            # the fork server starts with the first worker, in this environment: numba reads
+            # NUMBA_NUM_THREADS when the server imports it
+            os.environ.update(WORKER_ENV)
+        method = 'forkserver' if ctx is not None else 'spawn'
+        with dask.config.set({'distributed.worker.multiprocessing-method': method}):
+            return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                dashboard_address=None, silence_logs=40, env=dict(WORKER_ENV))
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def run_dask(cluster, arguments, urdf_text, options, progress, tell, remote):
