@@ -116,7 +116,8 @@ def pytest_collection_modifyitems(config, items):
 
 # ---- numba cache warm-up -----------------------------------------------------------------
 #: files whose tests start rbd_ros in subprocesses with a timeout (besides the `ros` tests)
-WARM_FILES = {'test_benchmarks.py', 'test_inspect.py', 'test_warmup.py', 'test_readme.py'}
+WARM_FILES = {'test_benchmarks.py', 'test_inspect.py', 'test_warmup.py', 'test_readme.py',
+              'test_analyze_pipeline.py'}
 
 
 def _needs_warm_cache(items):

@@ -30,7 +30,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 import rbd_ros.dynamics as rbd  # noqa: E402
 from conftest import ROOT, RosHarness, wait_until  # noqa: E402
 
-pytestmark = [pytest.mark.timeout(600), pytest.mark.ros]
+pytestmark = pytest.mark.timeout(600)
 
 SOLO = ROOT / 'rbd_ros' / 'robots' / 'solo12.urdf'
 SOLO_CONFIG = ROOT / 'config' / 'solo12.yaml'

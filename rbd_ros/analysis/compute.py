@@ -197,6 +197,7 @@ class _LogSums:
         self.dropped = dict.fromkeys(DROPPED, 0)
         self.contact_links = set()
         self.kept_end = None
+        self.next_sample = None      # the grid sample the next segment starts keeping at
 
     def add(self, log):
         model, options = self.model, self.options
@@ -222,15 +223,20 @@ class _LogSums:
                                      f'({options.cutoff:g} Hz, --cutoff) must be below half of '
                                      'it')
         edge = _edge(rate, options)
+        # the samples this segment keeps, by their number on the log's grid: from where the
+        # segment before stopped (or the filter's start-up at the log's start) to one
+        # start-up before its end; the overlap (two start-ups) makes them tile the log
+        start = log.first_sample + edge if self.next_sample is None else self.next_sample
+        stop = log.first_sample + n - edge
         if n < 4 * edge + 30:
             if first:
                 raise LogError(log.path, f'{n} samples ({log.t[-1]:.3g} s): too short '
                                          f'for a {options.cutoff:g} Hz low-pass (at least '
                                          f'{4 * edge + 30} samples)')
-            # the log's last few samples: those not already kept by the segment before (which
-            # stopped one start-up short of its end) are left out, and counted
-            self.dropped['short_tail'] += max(0, n - 2 * edge)
-            self.dropped['filter_edges'] += min(edge, n)
+            # the log's last few samples: those not kept by the segment before are left out,
+            # and counted
+            self.dropped['short_tail'] += max(0, stop - start)
+            self.dropped['filter_edges'] += edge
             self.kept_end = None            # (the segment before's end: in the tail's count)
             return
         self.end = float(log.t[-1])
@@ -261,7 +267,9 @@ class _LogSums:
         # smear the Coulomb friction's step at each reversal into torques no model column has
         # (a 5-15% bias in the identified friction)
         measured = log.effort[:, columns]
-        keep = slice(edge, n - edge)
+        if stop <= start:
+            return
+        keep = slice(start - log.first_sample, stop - log.first_sample)
         q, v, a, measured, t = q[keep], v[keep], a[keep], measured[keep], log.t[keep]
         contacts = None
         if log.contacts is not None and log.contact_links:
@@ -276,6 +284,7 @@ class _LogSums:
         self.timings['filter'] += time.perf_counter() - started
         self.dropped['filter_edges'] += (edge if first else 0)
         self.kept_end = edge
+        self.next_sample = stop
         self._sums(t, q, v, a, measured, contacts)
 
     def _sums(self, t, q, v, a, measured, contacts):

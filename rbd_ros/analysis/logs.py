@@ -63,7 +63,8 @@ class JointStateLog:
     With a base topic, ``base`` (n, 13): the base's position (3) and orientation quaternion (4,
     x y z w) in the world, and its twist (6, [v; w]) in its own frame, on the same grid. With a
     contact topic, ``contacts`` (n, len(contact_links), 6): the wrench on each link (its frame,
-    about its origin), zero where the link has no message."""
+    about its origin), zero where the link has no message. One grid for a whole log: ``t[k]``
+    is its sample number ``first_sample + k``, at that many periods from the first stamp."""
 
     path: str
     names: tuple
@@ -75,6 +76,7 @@ class JointStateLog:
     base: np.ndarray | None = None
     contacts: np.ndarray | None = None
     contact_links: tuple = ()
+    first_sample: int = 0        # t[0] is the log's grid sample number first_sample
 
 
 def read_joint_states(path, topic='/joint_states', max_gap=None, progress=None,
@@ -269,6 +271,7 @@ class _Log:
         self.t0 = None            # the log's first stamp, ns
         self.stamps = None        # 'header' or 'recording', decided by the first segment
         self.segments = 0
+        self.period = None        # the grid's period (s), from the first segment
         self.pending = []         # segments waiting for the base states and contacts of their time
         self.last_recorded = None  # the latest recording time read (ns)
         self.base = _Stream(topics['base'][0], 13) if 'base' in topics else None
@@ -433,18 +436,25 @@ class _Log:
                                       f'{t[k]:.3f} s (the median period is {period:.4g} s; '
                                       f'longer than {limit:.4g} s; --max-gap allows longer '
                                       'ones)')
-        # the grid's period: the segment's length over its number of periods, each step
+        # the grid's period: the first segment's length over its number of periods, each step
         # counted as the whole number of median periods nearest to it (a lost message counts
         # two). The median itself is off by the stamps' quantisation (float seconds: 1e-4),
-        # and that error would scale every derivative.
-        periods = np.maximum(np.rint(steps / period), 1.0)
-        count = max(int(np.sum(periods)), 1)
+        # and that error would scale every derivative. One grid for the whole log (t0 + i
+        # period): the segments' samples are the same samples where they overlap, so what
+        # each keeps tiles the log exactly (compute.py), lost messages or not.
+        if self.period is None:
+            count = max(int(np.sum(np.maximum(np.rint(steps / period), 1.0))), 1)
+            self.period = (t[-1] - t[0]) / count
+        grid_period = self.period
+        periods = np.maximum(np.rint(steps / grid_period), 1.0)
         # lost messages: grid samples no message stood for, counted over this segment's new
         # rows only (the overlap's were counted with the segment before)
         fresh = periods[max(0, fresh_from - 1):] if self.segments > 1 else periods
         missing = int(np.sum(fresh) - fresh.size)
-        grid = np.linspace(t[0], t[-1], count + 1)
-        piece = {'grid': grid, 't': t, 'ns': ns.copy(), 'period': (t[-1] - t[0]) / count,
+        first_sample = int(np.ceil(t[0] / grid_period - 1e-6))
+        last_sample = int(np.floor(t[-1] / grid_period + 1e-6))
+        grid = np.arange(first_sample, last_sample + 1) * grid_period
+        piece = {'grid': grid, 't': t, 'ns': ns.copy(), 'period': grid_period,
                  'next_ns': None,
                  'recorded': int(self.recorded[self.n - 1]),
                  'first_segment': self.segments == 1,
@@ -454,7 +464,8 @@ class _Log:
                      position=_resample(grid, t, rows['position']),
                      velocity=None if self.V is None else _resample(grid, t,
                                                                     rows['velocity']),
-                     effort=_resample(grid, t, rows['effort']), stamps=self.stamps)}
+                     effort=_resample(grid, t, rows['effort']), stamps=self.stamps,
+                     first_sample=first_sample)}
         self.timings['resample'] += time.perf_counter() - started
         return piece
 
@@ -492,6 +503,7 @@ class _Log:
             self.dropped['no_base_state'] += (lo if piece['first_segment'] else 0) + (
                 grid.size - hi)
             keep = slice(lo, hi)
+            log.first_sample += lo
             log.base = base[keep]
             log.t, log.position, log.effort = grid[keep], log.position[keep], log.effort[keep]
             if log.velocity is not None:
