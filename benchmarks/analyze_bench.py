@@ -183,31 +183,41 @@ def startup(path, repeats):
 
 
 def workers_table(paths, counts, options, repeats, out=None):
-    """The whole command serially and with each --workers count: wall seconds, speed-up,
-    whether the JSON report equals the serial run's."""
+    """The whole command serially and with each --workers count: wall seconds, the local
+    cluster's start-up (--profile), the speed-ups over the serial command (whole, and after the
+    start-up), whether the JSON report equals the serial run's."""
     with tempfile.TemporaryDirectory(prefix='rbd_analyze_reports_') as reports:
         runs = [('serial', ())] + [(str(n), ('--workers', str(n))) for n in counts]
-        walls, equal = {}, {}
+        walls, startups, equal = {}, {}, {}
         serial_json = None
         for label, extra in runs:
-            best = np.inf
+            best = (np.inf, 0.0)
             for r in range(repeats):
                 report = os.path.join(reports, f'{label}-{r}.json')
-                took, done = timed(tool(paths, *options, *extra, '--json', report))
-                checked(done)
-                best = min(best, took)
+                took, done = timed(tool(paths, *options, *extra, '--profile', '--json',
+                                        report))
+                rows = profile_rows(checked(done).stdout)
+                if took < best[0]:
+                    best = (took, rows.get('start-up: cluster', 0.0))
                 with open(report, encoding='utf-8') as f:
                     data = json.load(f)
                 if label == 'serial' and serial_json is None:
                     serial_json = data
                 equal[label] = equal.get(label, True) and data == serial_json
-            walls[label] = best
-            print(f'  {label}: {best:.2f} s', file=sys.stderr, flush=True)
+            walls[label], startups[label] = best
+            print(f'  {label}: {best[0]:.2f} s (cluster start-up {best[1]:.2f} s)',
+                  file=sys.stderr, flush=True)
+        after = {label: walls[label] - startups[label] for label, _ in runs}
     lines = ['| workers | ' + ' | '.join(label for label, _ in runs) + ' |',
              '|---|' + '---:|' * len(runs),
              '| wall s | ' + ' | '.join(f'{walls[label]:.1f}' for label, _ in runs) + ' |',
+             '| of which the cluster\'s start-up s | ' + ' | '.join(
+                 f'{startups[label]:.1f}' if label != 'serial' else '-'
+                 for label, _ in runs) + ' |',
              '| speed-up over serial | ' + ' | '.join(
                  f'{walls["serial"] / walls[label]:.2f}x' for label, _ in runs) + ' |',
+             '| speed-up after the start-up | ' + ' | '.join(
+                 f'{after["serial"] / after[label]:.2f}x' for label, _ in runs) + ' |',
              '| JSON equals serial | ' + ' | '.join('yes' if equal[label] else 'NO'
                                                     for label, _ in runs) + ' |']
     print('\n'.join(lines))
