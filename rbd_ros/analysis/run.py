@@ -20,14 +20,27 @@ import time
 from .compute import LogResult, analyze_log
 from .logs import log_size
 
-#: a local cluster's start-up, estimated for --workers auto: the scheduler, then each worker
-#: process importing numpy, numba and the kernels (~1 s apiece, the workers in parallel on
-#: their cores); measured 2-3 s on the 2-core VM (benchmarks/analyze_bench.py)
+#: --workers auto's model of a run, from the fleet table of the 16-core machine
+#: (docs/analysis.md: 128 logs of the 7-joint arm at 1 kHz, friction and payload identified):
+#: a local cluster's start-up (2.2-2.9 s there; 2.5-4 s on the loaded 2-core VM) ...
 CLUSTER_STARTUP_S = 3.0
-#: bytes of MCAP one core analyses per second, for --workers auto's estimate of the work:
-#: residuals, and with identification (the 7-joint arm at 1 kHz, about 350 bytes a message;
-#: benchmarks/analyze_bench.py measures the rates)
-BYTES_PER_S = {'residuals': 60e6, 'identification': 25e6}
+#: ... one core's rate in bytes of MCAP per second (about 350 bytes a message): 57 MB/s with
+#: identification (--workers 1 there, after the start-up); residuals alone, 150 MB/s
+#: (estimated from --profile's stages: no fleet table was run for them) ...
+BYTES_PER_S = {'residuals': 150e6, 'identification': 57e6}
+#: ... the share of a log's work one process runs on numba's threads (batched inverse
+#: dynamics, the regressor's chunks): the serial command ran 4.8x one worker there on 16
+#: cores, Amdahl's 0.85 (residuals: estimated) ...
+PARALLEL_SHARE = {'residuals': 0.6, 'identification': 0.85}
+
+
+def worker_efficiency(n):
+    """... and n worker processes' rate as a share of n times one's: measured 0.93, 0.79,
+    0.64 and 0.55 at 2, 4, 8 and 16 workers there (shared cores and caches, all-core
+    clocks)."""
+    return 1.0 / (1.0 + 0.05 * (n - 1))
+
+
 #: a progress line every this many seconds when stderr is not a terminal
 PROGRESS_PERIOD_S = 10.0
 
@@ -58,29 +71,38 @@ def find_logs(arguments):
     return paths, missing
 
 
-def estimated_seconds(size, options):
-    """The serial analysis time of ``size`` bytes of logs, on one core (BYTES_PER_S)."""
-    return size / BYTES_PER_S['identification' if options.identifying else 'residuals']
+def estimated_seconds(size, options, cores, workers=0):
+    """The estimated analysis time of ``size`` bytes of logs: in this process on ``cores``
+    cores (workers 0), or on that many local worker processes, their start-up included."""
+    kind = 'identification' if options.identifying else 'residuals'
+    one_core = size / BYTES_PER_S[kind]
+    if not workers:
+        share = PARALLEL_SHARE[kind]
+        return one_core * ((1.0 - share) + share / max(cores, 1))
+    return CLUSTER_STARTUP_S + one_core / (workers * worker_efficiency(workers))
 
 
 def choose_workers(asked, paths, options, cores):
     """(workers, why): how many local worker processes --workers ``asked`` ('auto' or N)
-    gets for these logs, and the line that says why when it is not what was asked (None)."""
+    gets for these logs (0: this process), and the line that says why when it is not what was
+    asked (None). auto: as many as cores and logs allow, when the estimated time on them
+    (estimated_seconds) is shorter than in this process."""
     logs = len(paths)
+    s = 's' if logs != 1 else ''
     if asked == 'auto':
         size = sum(log_size(p) for p in paths)
-        serial = estimated_seconds(size, options)
+        here = estimated_seconds(size, options, cores)
         n = max(1, min(cores, logs))
-        parallel = CLUSTER_STARTUP_S + serial / n
-        if n < 2 or parallel >= serial:
-            return 0, (f'--workers auto: {logs} log{"s" if logs != 1 else ""}, '
-                       f'{size / 1e6:.0f} MB: about {serial:.1f} s of analysis, no more than a '
-                       f'local cluster\'s start-up and share ({parallel:.1f} s on {n} '
-                       f'worker{"s" if n != 1 else ""}): analysed in this process')
-        return n, f'--workers auto: {n} worker processes for {logs} logs of {size / 1e6:.0f} MB'
+        there = estimated_seconds(size, options, cores, n)
+        words = (f'--workers auto: {logs} log{s}, {size / 1e6:,.0f} MB: about {here:.1f} s '
+                 f'in this process (numba\'s threads on {cores} cores), about {there:.1f} s on '
+                 f'{n} worker process{"es" if n != 1 else ""} ({CLUSTER_STARTUP_S:g} s of '
+                 'start-up)')
+        if n < 2 or there >= here:
+            return 0, words + ': analysed in this process'
+        return n, words + f': {n} workers'
     if asked > logs and logs:
-        return logs, (f'--workers {asked}: {logs} log{"s" if logs != 1 else ""}, one task '
-                      f'each: {logs} worker{"s" if logs != 1 else ""}')
+        return logs, f'--workers {asked}: {logs} log{s}, one task each: {logs} worker{s}'
     return asked, None
 
 
