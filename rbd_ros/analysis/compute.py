@@ -241,46 +241,58 @@ class _LogSums:
             return
         self.end = float(log.t[-1])
         started = time.perf_counter()
+        if stop <= start:
+            return
+        # NaN or inf in what the log says (the filter would spread one over its neighbours)
+        for name, values in (('positions', log.position), ('velocities', log.velocity),
+                             ('efforts', log.effort)):
+            if values is not None and not np.isfinite(values[:, columns]).all():
+                raise LogError(log.path, f'NaN or inf in the {name}')
         nq, nv = model.nq, model.nv
-        q = np.empty((n, nq))
-        v = np.empty((n, nv))
         qj = [model.joint[j].q_index for j in self.joint_names]
-        q[:, qj] = log.position[:, columns]
         base = self.base_joint
-        if base is not None:
-            q[:, base.q_index:base.q_index + 7] = log.base[:, :7]
-            v[:, base.v_index:base.v_index + 6] = log.base[:, 7:13]
+        direct = base is None and qj == list(range(nq)) and columns == list(range(nq))
+        if direct:             # the log's columns are the model's coordinates, in its order
+            q = log.position
+        else:
+            q = np.empty((n, nq))
+            q[:, qj] = log.position[:, columns]
+            if base is not None:
+                q[:, base.q_index:base.q_index + 7] = log.base[:, :7]
         q = filters.filtfilt(q, options.cutoff, rate)
         if base is not None:
             quat = q[:, base.q_index + 3:base.q_index + 7]
             quat /= np.linalg.norm(quat, axis=1)[:, None]
         if log.velocity is not None:
-            v[:, self.rows] = log.velocity[:, columns]
+            if direct:
+                v = log.velocity
+            else:
+                v = np.empty((n, nv))
+                v[:, self.rows] = log.velocity[:, columns]
+                if base is not None:
+                    v[:, base.v_index:base.v_index + 6] = log.base[:, 7:13]
             v = filters.filtfilt(v, options.cutoff, rate)
         else:
+            v = np.empty((n, nv))
             if base is not None:
                 v[:, base.v_index:base.v_index + 6] = filters.filtfilt(
-                    v[:, base.v_index:base.v_index + 6], options.cutoff, rate)
+                    log.base[:, 7:13], options.cutoff, rate)
             v[:, self.rows] = filters.gradient(q[:, qj], dt)
         a = filters.gradient(v, dt)
         # the efforts unfiltered: least squares averages their noise out, and a filter would
         # smear the Coulomb friction's step at each reversal into torques no model column has
         # (a 5-15% bias in the identified friction)
-        measured = log.effort[:, columns]
-        if stop <= start:
-            return
         keep = slice(start - log.first_sample, stop - log.first_sample)
-        q, v, a, measured, t = q[keep], v[keep], a[keep], measured[keep], log.t[keep]
+        measured = np.ascontiguousarray(log.effort[keep][:, columns] if not direct else
+                                        log.effort[keep])
+        q, v, a, t = q[keep], v[keep], a[keep], log.t[keep]
         contacts = None
         if log.contacts is not None and log.contact_links:
             contacts = {name: np.ascontiguousarray(log.contacts[keep, k])
                         for k, name in enumerate(log.contact_links)}
             self.contact_links.update(log.contact_links)
-        for name, values in (('position', q), ('effort', measured)):
-            if not np.all(np.isfinite(values)):
-                raise LogError(log.path, f'NaN or inf in the {name}s')
-        if not (np.all(np.isfinite(v)) and np.all(np.isfinite(a))):
-            raise LogError(log.path, 'NaN or inf in the velocities')
+        if not (np.isfinite(q[:1]).all() and np.isfinite(a[:1]).all()):   # (cannot happen)
+            raise LogError(log.path, 'NaN or inf in the filtered motion')
         self.timings['filter'] += time.perf_counter() - started
         self.dropped['filter_edges'] += (edge if first else 0)
         self.kept_end = edge
@@ -304,10 +316,12 @@ class _LogSums:
         every = rows.size == model.nv          # (a fixed base: every row is a joint's)
         vj = v if every else np.ascontiguousarray(v[:, rows])
         rigid = tau if every else np.ascontiguousarray(tau[:, rows])
+        # the model's torque (the URDF's joint friction added) and the residual's sums, in one
+        # pass
         model_torque = np.empty_like(rigid)
-        kernels.add_joint_friction(rigid, vj, self.damping, self.friction, model_torque)
         residual_sums = np.zeros((6, rows.size))
-        kernels.residual_sums(measured, model_torque, vj, residual_sums)
+        kernels.joint_residual_sums(measured, rigid, vj, self.damping, self.friction,
+                                    model_torque, residual_sums)
         if base is not None:
             # the base's rows: the wrench w the motion needs (no contacts), and e = what the
             # logged contacts leave of it (the rows of the call with them)

@@ -13,7 +13,8 @@ that computed them (Dask workers give the serial run's numbers to the bit).
 - normal_equations the least squares' A^T A, A^T b, b^T b over friction columns (two per
                    joint: v and sign(v), on that joint's row only) and payload columns (the
                    inertial regressor's ten), without forming A
-- residual_sums    per joint: sum r, r^2, max |r|, sum v, v^2, r v
+- residual_sums    per column: sum r, r^2, max |r|, sum v, v^2, r v (joint_residual_sums:
+                   with the URDF's joint friction added to the model's torque first)
 """
 import numpy as np
 
@@ -186,14 +187,25 @@ def residual_sums(measured, model, v, sums):
 
 
 @kernel
-def add_joint_friction(rigid, v, damping, friction, out):
-    """out = rigid + damping v + friction sign(v), per column (the URDF's joint friction)."""
-    n, k = rigid.shape
+def joint_residual_sums(measured, rigid, v, damping, friction, model, sums):
+    """model = rigid + damping v + friction sign(v) per column (the URDF's joint friction),
+    and residual_sums's sums of r = measured - model, in one pass."""
+    n, k = measured.shape
     for i in range(n):
         for j in range(k):
             w = v[i, j]
             s = 1.0 if w > 0.0 else (-1.0 if w < 0.0 else 0.0)
-            out[i, j] = rigid[i, j] + damping[j] * w + friction[j] * s
+            m = rigid[i, j] + damping[j] * w + friction[j] * s
+            model[i, j] = m
+            r = measured[i, j] - m
+            sums[0, j] += r
+            sums[1, j] += r * r
+            a = abs(r)
+            if a > sums[2, j]:
+                sums[2, j] = a
+            sums[3, j] += w
+            sums[4, j] += w * w
+            sums[5, j] += r * w
 
 
 @kernel
@@ -246,6 +258,6 @@ def warm_up():
     sos_filtfilt(sos, np.zeros((1, 2)), 3, x, np.empty_like(x))
     central_difference(x, 0.1, np.empty_like(x))
     residual_sums(x, x, x, np.zeros((6, 2)))
-    add_joint_friction(x, x, np.zeros(2), np.zeros(2), np.empty_like(x))
+    joint_residual_sums(x, x, x, np.zeros(2), np.zeros(2), np.empty_like(x), np.zeros((6, 2)))
     normal_equations(x, x, np.zeros(2, np.int64), np.zeros((40, 2, 10)), True,
                      np.zeros((14, 14)), np.zeros(14), np.zeros(1))
