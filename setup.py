@@ -23,7 +23,7 @@ setup(
         'fast': ['numba>=0.56'],       # the oldest measured (README: numba versions)
         'demo': ['matplotlib'],         # the demo's plot
         # python -m rbd_ros analyze: rosbag2 logs without ROS, filters, Dask, plots
-        'analyze': ['rosbags>=0.10', 'scipy', 'dask[distributed]', 'matplotlib'],
+        'analyze': ['rosbags>=0.10', 'dask[distributed]', 'matplotlib'],
         # pin (Pinocchio) is the test oracle; example-robot-data the corpus of public robots;
         # mujoco only for the simulator's side-by-side benchmark (benchmarks/sim_bench.py)
         'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'example-robot-data==6.0.0',

@@ -25,13 +25,13 @@ from .logs import log_size
 #: a local cluster's start-up (2.2-2.9 s there; 2.5-4 s on the loaded 2-core VM) ...
 CLUSTER_STARTUP_S = 3.0
 #: ... one core's rate in bytes of MCAP per second (about 350 bytes a message): 57 MB/s with
-#: identification (--workers 1 there, after the start-up); residuals alone, 150 MB/s
-#: (estimated from --profile's stages: no fleet table was run for them) ...
-BYTES_PER_S = {'residuals': 150e6, 'identification': 57e6}
+#: identification (--workers 1 there, after the start-up); residuals alone, 125 MB/s
+#: (estimated: --profile's stages took 2.2 times as long with identification) ...
+BYTES_PER_S = {'residuals': 125e6, 'identification': 57e6}
 #: ... the share of a log's work one process runs on numba's threads (batched inverse
 #: dynamics, the regressor's chunks): the serial command ran 4.8x one worker there on 16
-#: cores, Amdahl's 0.85 (residuals: estimated) ...
-PARALLEL_SHARE = {'residuals': 0.6, 'identification': 0.85}
+#: cores, Amdahl's 0.85 (residuals: the dynamics stage's share of --profile's, 0.35) ...
+PARALLEL_SHARE = {'residuals': 0.35, 'identification': 0.85}
 
 
 def worker_efficiency(n):
