@@ -322,3 +322,89 @@ def test_profile_prints_each_stage_and_the_start_up(tmp_path):
         assert name in rows, (name, done.stdout)
     assert all(seconds >= 0.0 for seconds in rows.values()), rows
     assert rows['dynamics (inverse dynamics, regressor)'] > 0.0
+
+
+def _odometry(typestore, stamp_ns, pose, twist):
+    T = typestore.types
+    msg = T['nav_msgs/msg/Odometry'](
+        header=T['std_msgs/msg/Header'](
+            stamp=T['builtin_interfaces/msg/Time'](sec=stamp_ns // 10**9,
+                                                    nanosec=stamp_ns % 10**9),
+            frame_id='world'),
+        child_frame_id='base_link',
+        pose=T['geometry_msgs/msg/PoseWithCovariance'](
+            pose=T['geometry_msgs/msg/Pose'](
+                position=T['geometry_msgs/msg/Point'](*pose[:3]),
+                orientation=T['geometry_msgs/msg/Quaternion'](*pose[3:])),
+            covariance=np.zeros(36)),
+        twist=T['geometry_msgs/msg/TwistWithCovariance'](
+            twist=T['geometry_msgs/msg/Twist'](
+                linear=T['geometry_msgs/msg/Vector3'](*twist[:3]),
+                angular=T['geometry_msgs/msg/Vector3'](*twist[3:])),
+            covariance=np.zeros(36)))
+    return bytes(typestore.serialize_cdr(msg, 'nav_msgs/msg/Odometry'))
+
+
+def _with_base(tmp_path, name, base_rows, pose=lambda k: [0, 0, 0.5, 0, 0, 0, 1]):
+    """The arm's joint states and, for the rows ``base_rows`` of them, the base's state."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+    typestore = get_typestore(Stores.ROS2_KILTED)
+    t, q, v, tau = motion(8.0)
+    joints = write_log(tmp_path / f'{name}_joints', t, arm().joint_names, q, v, tau)
+    start = 1_700_000_000 * 10**9
+    bag = tmp_path / name
+    with logs_reader(joints) as messages, Writer(bag, version=9,
+                                                 storage_plugin=StoragePlugin.MCAP) as writer:
+        js = writer.add_connection('/joint_states', 'sensor_msgs/msg/JointState',
+                                   typestore=typestore)
+        odom = writer.add_connection('/rbd_sim/base_state', 'nav_msgs/msg/Odometry',
+                                     typestore=typestore)
+        for k, (recorded, data) in enumerate(messages):
+            writer.write(js, recorded, data)
+            if k in base_rows:
+                writer.write(odom, recorded, _odometry(typestore, recorded, pose(k), [0.0] * 6))
+    assert recorded == start + int(round(t[-1] * 1e9))
+    return str(bag)
+
+
+class logs_reader:
+    """The (recording time, bytes) of a bag's messages."""
+
+    def __init__(self, path):
+        from rosbags.rosbag2 import Reader
+        self.reader = Reader(path)
+
+    def __enter__(self):
+        self.reader.open()
+        return ((t, bytes(d)) for _, t, d in self.reader.messages())
+
+    def __exit__(self, *exc):
+        self.reader.close()
+
+
+def test_a_floating_bases_state_covers_the_samples_it_can(tmp_path):
+    """Base states for the middle of the log only: the samples before and after are cut and
+    counted; a NaN in a base state and a zero quaternion are named."""
+    options = Options(floating_base=True)
+    n = int(8.0 * RATE)
+    bag = _with_base(tmp_path, 'middle', set(range(1000, n - 1000)))
+    result = analyze_log(bag, ARM, options)
+    assert result.status == 'ok', result.reason
+    d = result.dropped
+    assert d['no_base_state'] == 2000, d
+    assert result.samples + d['filter_edges'] + d['no_base_state'] == n, (result.samples, d)
+    summary = combine(rbd.Model.from_urdf(ARM, floating_base=True), [result], options)
+    # the base held at rest 0.5 m up: it needs the robot's weight (and the arm's swing: 0.2%)
+    weight = rbd.Model.from_urdf(ARM, floating_base=True).total_mass * 9.81
+    assert summary.base['wrench_mean'][2] == pytest.approx(weight, rel=0.01)
+    bad = _with_base(tmp_path, 'nan', set(range(n)),
+                     pose=lambda k: [0, 0, np.nan if k == 3000 else 0.5, 0, 0, 0, 1])
+    result = analyze_log(bad, ARM, options)
+    assert result.status == 'skipped'
+    assert result.reason == '/rbd_sim/base_state: NaN or inf in the message stamped 6.000 s'
+    zero = _with_base(tmp_path, 'zero', set(range(n)),
+                      pose=lambda k: [0, 0, 0.5, 0, 0, 0, 0 if k >= 3000 else 1])
+    result = analyze_log(zero, ARM, options)
+    assert result.status == 'skipped'
+    assert 'no rotation (a zero quaternion)' in result.reason, result.reason

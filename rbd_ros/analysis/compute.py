@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 import rbd_ros.dynamics as rbd
-from rbd_ros.dynamics.identification import payload_columns, payload_from_parameters
+from rbd_ros.dynamics.identification import payload_from_parameters
 
 from . import filters, kernels, logs
 from .logs import DROPPED, LogError, read_segments
@@ -162,6 +162,9 @@ def analyze_log(path, urdf_text, options, progress=None):
         result = LogResult(path=str(path), status='skipped',
                            reason=f'out of memory (a segment is {logs.SEGMENT:,} messages: see '
                                   'docs/analysis.md)')
+    except (ValueError, FloatingPointError) as exc:      # the dynamics core refused the motion
+        result = LogResult(path=str(path), status='skipped',
+                           reason=f'the model\'s dynamics refused the filtered motion: {exc}')
     result.timings = timings
     timings['total'] = time.perf_counter() - started
     result.size = logs.log_size(path)
@@ -187,8 +190,6 @@ class _LogSums:
         self.base = ({k: np.zeros(6, dtype=np.int64 if k == 'n' else float) for k in BASE_SUMS}
                      if self.base_joint is not None else None)
         self.normal = _empty_normal(model, options)
-        self.payload = (None if options.payload_link is None else
-                        payload_columns(model, options.payload_link))
         self.series = [] if options.plots else None
         self.pieces = 0
         self.end = 0.0
@@ -248,6 +249,10 @@ class _LogSums:
                              ('efforts', log.effort)):
             if values is not None and not np.isfinite(values[:, columns]).all():
                 raise LogError(log.path, f'NaN or inf in the {name}')
+        for name, values in ((f'base states ({options.base_topic})', log.base),
+                             (f'contact wrenches ({options.contact_topic})', log.contacts)):
+            if values is not None and not np.isfinite(values).all():
+                raise LogError(log.path, f'NaN or inf in the {name}')
         nq, nv = model.nq, model.nv
         qj = [model.joint[j].q_index for j in self.joint_names]
         base = self.base_joint
@@ -291,8 +296,6 @@ class _LogSums:
             contacts = {name: np.ascontiguousarray(log.contacts[keep, k])
                         for k, name in enumerate(log.contact_links)}
             self.contact_links.update(log.contact_links)
-        if not (np.isfinite(q[:1]).all() and np.isfinite(a[:1]).all()):   # (cannot happen)
-            raise LogError(log.path, 'NaN or inf in the filtered motion')
         self.timings['filter'] += time.perf_counter() - started
         self.dropped['filter_edges'] += (edge if first else 0)
         self.kept_end = edge

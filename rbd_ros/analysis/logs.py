@@ -611,6 +611,10 @@ class _Stream:
             k = int(np.flatnonzero(np.diff(ns) <= 0)[0]) + 1
             raise LogError(log.path, f'{self.topic}: two messages stamped '
                                      f'{(ns[k] - log.t0) * 1e-9:.6f} s')
+        if not np.isfinite(values).all():
+            k = int(np.argmin(np.isfinite(values).all(axis=1)))
+            raise LogError(log.path, f'{self.topic}: NaN or inf in the message stamped '
+                                     f'{(ns[k] - log.t0) * 1e-9:.3f} s')
         t = (ns - log.t0) * 1e-9
         lo = int(np.searchsorted(grid, t[0] - 1e-9, side='left'))
         hi = int(np.searchsorted(grid, t[-1] + 1e-9, side='right'))
@@ -632,7 +636,12 @@ class _Stream:
             for j in range(self.width):
                 out[lo:hi, j] = np.interp(grid[lo:hi], t, values[:, j])
             quat = out[lo:hi, 3:7]
-            quat /= np.linalg.norm(quat, axis=1)[:, None]
+            norm = np.linalg.norm(quat, axis=1)
+            if not np.all(norm > 1e-6):
+                k = lo + int(np.argmin(norm > 1e-6))
+                raise LogError(log.path, f'{self.topic}: the orientation at {grid[k]:.3f} s is '
+                                         'no rotation (a zero quaternion)')
+            quat /= norm[:, None]
         if next_ns is not None:
             first = max(int(np.searchsorted(ns, next_ns, side='right')) - 1, 0)
             self._trim(order[first:])
