@@ -23,7 +23,9 @@ setup(
         'fast': ['numba>=0.56'],       # the oldest measured (README: numba versions)
         'demo': ['matplotlib'],         # the demo's plot
         # python -m rbd_ros analyze: rosbag2 logs without ROS, filters, Dask, plots
-        'analyze': ['rosbags>=0.10', 'dask[distributed]', 'matplotlib'],
+        # (lz4 and zstd: MCAP chunks, read by rbd_ros/analysis/mcap.py as rosbags reads them)
+        'analyze': ['rosbags>=0.10', 'lz4', 'backports.zstd; python_version < "3.14"',
+                    'dask[distributed]', 'matplotlib'],
         # pin (Pinocchio) is the test oracle; example-robot-data the corpus of public robots;
         # mujoco only for the simulator's side-by-side benchmark (benchmarks/sim_bench.py)
         'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'example-robot-data==6.0.0',

@@ -14,6 +14,7 @@ MCAP: https://mcap.dev/spec (records: opcode u8, length u64, content; little-end
 from __future__ import annotations
 
 import struct
+import sys
 import zlib
 
 import numpy as np
@@ -173,15 +174,12 @@ def _string(body, p):
 
 
 def _decompress(compression, data, size):
+    """A chunk's records, decompressed with the libraries rosbags itself reads MCAP with."""
     if compression == 'zstd':
-        try:
-            from compression import zstd          # Python 3.14
-        except ImportError:
-            try:
-                from backports import zstd        # rosbags' own dependency
-            except ImportError:
-                import zstandard
-                return zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
+        if sys.version_info >= (3, 14):
+            from compression import zstd
+        else:
+            from backports import zstd
         return zstd.decompress(data)
     import lz4.frame
     return lz4.frame.decompress(data)
