@@ -408,3 +408,19 @@ def test_a_floating_bases_state_covers_the_samples_it_can(tmp_path):
     result = analyze_log(zero, ARM, options)
     assert result.status == 'skipped'
     assert 'no rotation (a zero quaternion)' in result.reason, result.reason
+
+
+def test_a_floating_joint_in_the_urdf_is_the_floating_base(tmp_path):
+    """A URDF whose root is joined to the world by its own floating joint needs no
+    --floating-base: the same base rows as the arm with one added."""
+    bag = _with_base(tmp_path, 'all', set(range(int(8.0 * RATE))))
+    added = analyze_log(bag, ARM, Options(floating_base=True))
+    urdf = ARM.replace('<joint name="world_joint" type="fixed">',
+                       '<joint name="world_joint" type="floating">', 1)     # world -> base_link
+    own = analyze_log(bag, urdf, Options())
+    assert added.status == own.status == 'ok', (added.reason, own.reason)
+    assert combine(rbd.Model.from_urdf(urdf), [own], Options()).base['link'] == 'base_link'
+    for key in added.base:
+        assert np.allclose(own.base[key], added.base[key], rtol=1e-9, atol=1e-9), key
+    for key in added.sums:
+        assert np.allclose(own.sums[key], added.sums[key], rtol=1e-9, atol=1e-12), key
