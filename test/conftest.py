@@ -87,7 +87,7 @@ SLOW = {
     'test_docs_commands.py::test_every_docs_command_runs',      # every docs command: minutes
     'test_dynamics_identities.py::test_interpreted_and_compiled_paths_agree',   # 30
     'test_ros_legged.py::test_solo12_stands_for_10_s_in_closed_loop_with_dynamics_node',  # 28
-    'test_analyze_legged.py',      # 7 s of Solo-12 simulated and recorded, then analysed: 66
+    'test_analyze_legged.py',      # 5 s of Solo-12 simulated and recorded, then analysed: 45
     'test_benchmarks.py::test_campaign_smoke',                  # 21
     'test_ros_cli.py::test_param_call_echo_and_list_against_a_running_sim',    # 18
     'test_ros_feedforward.py::test_an_unknown_payload_feedback_laws_beat_feedforward_alone',  # 16

@@ -239,7 +239,7 @@ def test_on_a_schedulers_cluster_the_workers_find_the_logs(tmp_path, monkeypatch
         raise AssertionError('the client looked at the logs')
     monkeypatch.setattr(run, 'find_logs', nowhere)
     monkeypatch.setattr(run, 'log_size', nowhere)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:
         remote = run.Cluster(scheduler=cluster.scheduler_address)
         try:
