@@ -25,7 +25,9 @@ setup(
         # a robot_description_file or --urdf named *.xacro is expanded with xacro (ROS's, on PyPI)
         'xacro': ['xacro'],
         # python -m rbd_ros analyze: rosbag2 logs without ROS, filters, Dask, plots
-        'analyze': ['rosbags>=0.10', 'scipy', 'dask[distributed]', 'matplotlib'],
+        # (lz4 and zstd: MCAP chunks, read by rbd_ros/analysis/mcap.py as rosbags reads them)
+        'analyze': ['rosbags>=0.10', 'lz4', 'backports.zstd; python_version < "3.14"',
+                    'dask[distributed]', 'matplotlib'],
         # pin (Pinocchio) is the test oracle; example-robot-data the corpus of public robots;
         # mujoco only for the simulator's side-by-side benchmark (benchmarks/sim_bench.py);
         # colcon builds the package as a ROS workspace does (test_ros_startup)

@@ -1,6 +1,7 @@
 """Every benchmark in one run, or one of them:
 
     .venv/bin/python -m benchmarks [dynamics | sim | node | analyze] [--smoke]
+    .venv/bin/python -m benchmarks analyze --fleet K --seconds S --workers 1,2,4,8,16
 
 1. ``dynamics``: the dynamics core against Pinocchio, side by side: per-call medians and
    batched throughput (benchmarks/dynamics_bench.py);
@@ -9,9 +10,9 @@
 3. ``node``: dynamics_node at 1 kHz against a bare rclpy relay on the same transport: added
    latency percentiles, lost messages, CPU, resident memory, start-up
    (benchmarks/node_bench.py);
-4. ``analyze``: ``python -m rbd_ros analyze`` end to end on rosbag2 logs: samples per second,
-   the share of each stage, beside Pinocchio's RNEA in a loop, and 1 against 2 Dask workers
-   (benchmarks/analyze_bench.py).
+4. ``analyze``: ``python -m rbd_ros analyze`` end to end on rosbag2 logs against the script a
+   user would write, each stage's time, the start-up, 1 and 2 Dask workers; with ``--fleet``,
+   the table of a fleet of logs on 1, 2, 4, ... workers (benchmarks/analyze_bench.py).
 
 ``--smoke`` runs them for a few seconds (the test suite does, so they never rot; nothing in the
 tests asserts a time).
@@ -30,7 +31,12 @@ def main(argv=None):
     parser.add_argument('which', nargs='?', choices=('all', 'dynamics', 'sim', 'node', 'analyze'),
                         default='all', help='one benchmark (default: all of them)')
     parser.add_argument('--smoke', action='store_true', help='a few seconds in all')
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.which != 'analyze':
+        parser.error(f'unrecognized arguments: {" ".join(rest)} (only analyze takes more: '
+                     'python -m benchmarks analyze --help)')
+    if rest:
+        return analyze_bench.main(rest + (['--smoke'] if args.smoke else []))
     status = 0
     if args.which in ('all', 'dynamics'):
         print('## rbd_ros.dynamics vs Pinocchio\n')

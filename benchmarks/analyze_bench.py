@@ -1,209 +1,322 @@
-"""`python -m benchmarks analyze`: the offline analysis end to end, on logs of the bundled arm
-written here (1 kHz joint_states, rclpy's bytes, rosbags' MCAP writer).
+"""`python -m benchmarks analyze`: `python -m rbd_ros analyze` end to end, each command timed
+whole (its start-up included, as a user runs it), on MCAP logs of the bundled 7-joint arm at
+1 kHz written here (benchmarks/synthetic_logs.py).
 
-1. samples per second, end to end (reading, decoding, differentiation, dynamics), and the share
-   of each stage, for the residuals alone and with friction and payload identification;
-2. beside it, a plain Python loop over the same samples calling Pinocchio's RNEA, our batched
-   inverse dynamics on them, and an ad-hoc script end to end (rosbags' deserializer building a
-   message per sample, numpy's gradient, the Pinocchio loop);
-3. the speed-up from 1 to 2 Dask workers (processes, warmed up: the clusters' start-up is
-   printed apart).
+1. the script a user would write (benchmarks/user_script.py: rosbags' deserializer, numpy's
+   gradient, one Pinocchio RNEA per sample) against the tool's residuals, on short logs
+   (4 x 30 s, 120,000 samples) and long ones (2 x 300 s, 600,000 samples): best of three,
+   the two commands interleaved;
+2. the tool's --profile on the long logs: each stage's seconds, for the residuals and with
+   friction and payload identification;
+3. the start-up: the tool on a 3 s log, --profile's start-up rows;
+4. Dask: the whole command with --workers 1 and 2 against the serial one, on the long logs.
+
+    python -m benchmarks analyze --fleet K --seconds S --workers 1,2,4,8,16 [--identify]
+
+runs the fleet table instead: K logs of S seconds each (a few distinct ones, the rest copies:
+the analysis reads each), the serial command and one with each --workers count, each timed
+whole; whether each run's JSON report equals the serial run's. --out FILE writes the tables
+there too.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 
 import numpy as np
 
-import rbd_ros.dynamics as rbd
-from benchmarks.synthetic_logs import excitation, measured_efforts, write_log
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-ARM = os.path.join(HERE, '..', 'rbd_ros', 'robots', 'rbd_arm7.urdf')
+ROOT = os.path.dirname(HERE)
+ARM = os.path.join(ROOT, 'rbd_ros', 'robots', 'rbd_arm7.urdf')
 RATE = 1000.0
+IDENTIFY = ('--identify', 'friction', '--identify', 'payload:tool0')
+#: distinct logs of a fleet (the others are copies of these)
+DISTINCT = 8
 
 
-def make_logs(directory, count, seconds):
+def make_logs(directory, count, seconds, distinct=None):
+    """``count`` bag folders of ``seconds`` each under ``directory`` (the arm with a 1.5 kg
+    payload, viscous 0.5 and Coulomb 0.8 friction, 0.05 N m sensor noise); at most
+    ``distinct`` different ones, the rest copies. Returns their paths."""
+    import rbd_ros.dynamics as rbd
+    from benchmarks.synthetic_logs import excitation, measured_efforts, write_log
     model = rbd.Model.from_urdf(ARM).with_payload('tool0', 1.5, [0.02, -0.015, 0.06])
     paths = []
     for i in range(count):
-        t, q, v, a = excitation(model, seconds, RATE, seed=i, amplitude=0.4, base_hz=0.2)
-        tau = measured_efforts(model, q, v, a, 0.5, 0.8, noise=0.05, seed=i)
-        paths.append(str(write_log(os.path.join(directory, f'log{i}'), t, model.joint_names,
-                                   q, v, tau)))
+        path = os.path.join(directory, f'log{i:03d}')
+        if distinct is not None and i >= distinct:
+            shutil.copytree(paths[i % distinct], path)
+            os.rename(os.path.join(path, f'log{i % distinct:03d}.mcap'),
+                      os.path.join(path, f'log{i:03d}.mcap'))
+            _rename_in_metadata(path, f'log{i % distinct:03d}', f'log{i:03d}')
+        else:
+            t, q, v, a = excitation(model, seconds, RATE, seed=i, amplitude=0.4, base_hz=0.2)
+            tau = measured_efforts(model, q, v, a, 0.5, 0.8, noise=0.05, seed=i)
+            write_log(path, t, model.joint_names, q, v, tau)
+        paths.append(path)
     return paths
 
 
-def read_only(path):
-    """Seconds to read every message's bytes, nothing else."""
-    from rosbags.rosbag2 import Reader
+def _rename_in_metadata(path, old, new):
+    meta = os.path.join(path, 'metadata.yaml')
+    with open(meta, encoding='utf-8') as f:
+        text = f.read()
+    with open(meta, 'w', encoding='utf-8') as f:
+        f.write(text.replace(f'{old}.mcap', f'{new}.mcap'))
+
+
+def size_of(paths):
+    return sum(os.path.getsize(os.path.join(root, f)) for p in paths
+               for root, _, files in os.walk(p) for f in files)
+
+
+def timed(command, env=None):
+    """(seconds, CompletedProcess) of a command, run whole."""
     started = time.perf_counter()
-    with Reader(path) as reader:
-        for _ in reader.messages():
-            pass
-    return time.perf_counter() - started
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                          env=env or dict(os.environ), timeout=3600)
+    return time.perf_counter() - started, done
 
 
-def stages(paths, urdf, options):
-    """(samples, wall s, {stage: s}) of the serial analysis of ``paths``."""
-    from rbd_ros.analysis import analyze_log
-    read = sum(read_only(p) for p in paths)
-    started = time.perf_counter()
-    results = [analyze_log(p, urdf, options) for p in paths]
-    wall = time.perf_counter() - started
-    assert all(r.status == 'ok' for r in results), [r.reason for r in results]
-    filtering = sum(r.timings['filter'] for r in results)
-    dynamics = sum(r.timings['dynamics'] for r in results)
-    return sum(r.samples for r in results), wall, {
-        'reading (rosbags)': read,
-        'decoding, checks, uniform grid': wall - read - filtering - dynamics,
-        'filtering and differentiation': filtering,
-        'dynamics and sums': dynamics}
+def tool(paths, *options):
+    return [sys.executable, '-m', 'rbd_ros', 'analyze', *paths, '--urdf', ARM, '--quiet',
+            *options]
 
 
-def pinocchio_loop(path, count):
-    """Samples per second of a Python loop calling Pinocchio's RNEA on the log's samples, and of
-    our batched inverse dynamics on the same samples (None without Pinocchio)."""
-    from rbd_ros.analysis import read_joint_states
-    log = read_joint_states(path)
-    dt = log.t[1] - log.t[0]
-    q, v = log.position[:count], log.velocity[:count]
-    a = np.gradient(v, dt, axis=0)
-    model = rbd.Model.from_urdf(ARM)
-    rbd.inverse_dynamics(model, q[:10], v[:10], a[:10])
-    started = time.perf_counter()
-    ours = rbd.inverse_dynamics(model, q, v, a)
-    batched = q.shape[0] / (time.perf_counter() - started)
+def script(paths):
+    return [sys.executable, os.path.join(HERE, 'user_script.py'), ARM, *paths]
+
+
+def checked(done):
+    if done.returncode != 0:
+        raise SystemExit(f'{" ".join(done.args[:6])} ...: exit {done.returncode}\n'
+                         + done.stdout[-2000:] + done.stderr[-2000:])
+    return done
+
+
+def have_pinocchio():
     try:
-        import pinocchio as pin
+        import pinocchio  # noqa: F401
     except ImportError:
-        return None, batched
-    pmodel = pin.buildModelFromUrdf(ARM)
-    pdata = pmodel.createData()
-    started = time.perf_counter()
-    out = np.empty_like(q)
-    for k in range(q.shape[0]):
-        out[k] = pin.rnea(pmodel, pdata, q[k], v[k], a[k])
-    rate = q.shape[0] / (time.perf_counter() - started)
-    assert np.allclose(out, ours, atol=1e-8)
-    return rate, batched
+        return False
+    return True
 
 
-def adhoc_script(path):
-    """Samples per second, end to end, of what an ad-hoc script does: rosbags' deserializer
-    building a message per sample, numpy's gradient, Pinocchio's RNEA in a loop (None without
-    Pinocchio)."""
-    try:
-        import pinocchio as pin
-    except ImportError:
-        return None
-    from rosbags.rosbag2 import Reader
-    from rosbags.typesys import Stores, get_typestore
-    typestore = get_typestore(Stores.ROS2_KILTED)
-    started = time.perf_counter()
-    t, q, v, tau = [], [], [], []
-    with Reader(path) as reader:
-        for connection, _, data in reader.messages():
-            msg = typestore.deserialize_cdr(data, connection.msgtype)
-            t.append(msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec)
-            q.append(msg.position)
-            v.append(msg.velocity)
-            tau.append(msg.effort)
-    t, q, v, tau = (np.array(x) for x in (t, q, v, tau))
-    a = np.gradient(v, t, axis=0)
-    pmodel = pin.buildModelFromUrdf(ARM)
-    pdata = pmodel.createData()
-    residual = np.empty_like(tau)
-    for k in range(t.size):
-        residual[k] = tau[k] - pin.rnea(pmodel, pdata, q[k], v[k], a[k])
-    return t.size / (time.perf_counter() - started)
+def profile_rows(text):
+    """{stage: seconds} of a --profile table."""
+    rows = {}
+    on = False
+    for line in text.splitlines():
+        if line.startswith('stage '):
+            on = True
+            continue
+        if on:
+            m = re.match(r'(.+?)\s+(-?[\d.]+)\s+(-?\d+)%$', line)
+            if not m:
+                break
+            rows[m.group(1).strip()] = float(m.group(2))
+    return rows
 
 
-def workers_speedup(paths, urdf, options):
-    """{workers: (start-up s, analysis s)} on a local cluster of 1 and of 2 processes."""
-    from dask.distributed import Client, LocalCluster
+def script_against_tool(sets, repeats):
+    print('| logs | samples | the script s | `python -m rbd_ros analyze` s | speed-up |')
+    print('|---|---:|---:|---:|---:|')
+    pinocchio = have_pinocchio()
+    for label, paths, samples in sets:
+        best_script, best_tool = np.inf, np.inf
+        for _ in range(repeats):
+            if pinocchio:
+                took, done = timed(script(paths))
+                checked(done)
+                best_script = min(best_script, took)
+            took, done = timed(tool(paths))
+            checked(done)
+            best_tool = min(best_tool, took)
+        ratio = f'{best_script / best_tool:.1f}x' if pinocchio else '-'
+        shown = f'{best_script:.2f}' if pinocchio else 'no pinocchio'
+        print(f'| {label} | {samples:,} | {shown} | {best_tool:.2f} | {ratio} |')
 
-    from rbd_ros.analysis import analyze_log
-    from rbd_ros.analysis.compute import model_for
-    out = {}
-    for n in (1, 2):
-        started = time.perf_counter()
-        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                          dashboard_address=None, silence_logs=40) as cluster, \
-                Client(cluster) as client:
-            client.run(lambda: model_for(urdf) and None)      # import, build, load kernels
-            client.run(lambda: analyze_log(paths[0], urdf, options) and None)
-            ready = time.perf_counter()
-            futures = client.map(analyze_log, paths, urdf_text=urdf, options=options, pure=False)
-            results = client.gather(futures)
-            done = time.perf_counter()
-        assert all(r.status == 'ok' for r in results)
-        out[n] = (ready - started, done - ready)
-    return out
+
+def stages(paths, repeats):
+    print('| stage | residuals s | share | + friction + payload s | share |')
+    print('|---|---:|---:|---:|---:|')
+    columns = []
+    for options in ((), IDENTIFY):
+        best = None
+        for _ in range(repeats):
+            took, done = timed(tool(paths, '--profile', *options))
+            rows = profile_rows(checked(done).stdout)
+            if best is None or took < best[0]:
+                best = (took, rows)
+        columns.append(best)
+    names = list(columns[0][1])
+    for name in names:
+        cells = []
+        for took, rows in columns:
+            seconds = rows.get(name, 0.0)
+            cells += [f'{seconds:.3f}', f'{100 * seconds / took:.0f}%']
+        print(f'| {name} | ' + ' | '.join(cells) + ' |')
+    print(f'| whole command | {columns[0][0]:.3f} | 100% | {columns[1][0]:.3f} | 100% |')
+
+
+def startup(path, repeats):
+    best = None
+    for _ in range(repeats):
+        took, done = timed(tool([path], '--profile'))
+        rows = profile_rows(checked(done).stdout)
+        if best is None or took < best[0]:
+            best = (took, rows)
+    took, rows = best
+    print('| start-up (the tool on a 3 s log) | s |')
+    print('|---|---:|')
+    for name, seconds in rows.items():
+        if name.startswith('start-up'):
+            print(f'| {name[len("start-up: "):]} | {seconds:.3f} |')
+    print(f'| the whole command | {took:.3f} |')
+
+
+def workers_table(paths, counts, options, repeats, out=None):
+    """The whole command serially and with each --workers count: wall seconds, the local
+    cluster's start-up (--profile), the speed-ups over the serial command (whole, and after the
+    start-up), whether the JSON report equals the serial run's."""
+    with tempfile.TemporaryDirectory(prefix='rbd_analyze_reports_') as reports:
+        runs = [('serial', ())] + [(str(n), ('--workers', str(n))) for n in counts]
+        walls, startups, equal = {}, {}, {}
+        serial_json = None
+        for label, extra in runs:
+            best = (np.inf, 0.0)
+            for r in range(repeats):
+                report = os.path.join(reports, f'{label}-{r}.json')
+                took, done = timed(tool(paths, *options, *extra, '--profile', '--json',
+                                        report))
+                rows = profile_rows(checked(done).stdout)
+                if took < best[0]:
+                    best = (took, rows.get('start-up: cluster', 0.0))
+                with open(report, encoding='utf-8') as f:
+                    data = json.load(f)
+                if label == 'serial' and serial_json is None:
+                    serial_json = data
+                equal[label] = equal.get(label, True) and data == serial_json
+            walls[label], startups[label] = best
+            print(f'  {label}: {best[0]:.2f} s (cluster start-up {best[1]:.2f} s)',
+                  file=sys.stderr, flush=True)
+        after = {label: walls[label] - startups[label] for label, _ in runs}
+    lines = ['| workers | ' + ' | '.join(label for label, _ in runs) + ' |',
+             '|---|' + '---:|' * len(runs),
+             '| wall s | ' + ' | '.join(f'{walls[label]:.1f}' for label, _ in runs) + ' |',
+             '| of which the cluster\'s start-up s | ' + ' | '.join(
+                 f'{startups[label]:.1f}' if label != 'serial' else '-'
+                 for label, _ in runs) + ' |',
+             '| speed-up over serial | ' + ' | '.join(
+                 f'{walls["serial"] / walls[label]:.2f}x' for label, _ in runs) + ' |',
+             '| speed-up after the start-up | ' + ' | '.join(
+                 f'{after["serial"] / after[label]:.2f}x' for label, _ in runs) + ' |',
+             '| JSON equals serial | ' + ' | '.join('yes' if equal[label] else 'NO'
+                                                    for label, _ in runs) + ' |']
+    print('\n'.join(lines))
+    if out is not None:
+        out.write('\n'.join(lines) + '\n')
+    return walls, equal
 
 
 def run(smoke=False):
-    from rbd_ros.analysis import Options
-    count, seconds = (2, 8.0) if smoke else (4, 90.0)
-    with open(ARM, encoding='utf-8') as f:
-        urdf = f.read()
+    short_n, short_s, long_n, long_s = (2, 3.0, 1, 10.0) if smoke else (4, 30.0, 2, 300.0)
+    repeats = 1 if smoke else 3
     with tempfile.TemporaryDirectory(prefix='rbd_analyze_bench_') as directory:
         started = time.perf_counter()
-        paths = make_logs(directory, count, seconds)
-        size = sum(os.path.getsize(os.path.join(root, f)) for root, _, files in
-                   os.walk(directory) for f in files)
-        print(f'{count} logs of the bundled 7-joint arm, {seconds:g} s each at {RATE:g} Hz '
-              f'({count * seconds * RATE:,.0f} messages, {size / 1e6:.0f} MB of MCAP; written in '
-              f'{time.perf_counter() - started:.1f} s)\n')
-        rbd_warm = Options()
-        from rbd_ros.analysis import analyze_log
-        analyze_log(paths[0], urdf, rbd_warm)           # compile/load the kernels first
-        print('| analysis | samples/s end to end | reading | decoding | filtering | '
-              'dynamics |')
-        print('|---|---:|---:|---:|---:|---:|')
-        for label, options in (('residuals', Options()),
-                               ('residuals + friction + payload',
-                                Options(friction=True, payload_link='tool0'))):
-            samples, wall, shares = stages(paths, urdf, options)
-            cells = [f'{100 * s / wall:.0f}%' for s in shares.values()]
-            print(f'| {label} | {samples / wall:,.0f} | ' + ' | '.join(cells) + ' |')
-        print('\nStages: reading = rosbags iterating the messages\' bytes; decoding = the '
-              'nodes\' JointState byte decoder, the checks and the uniform grid; filtering = '
-              'zero-phase low-pass and differentiation; dynamics = batched inverse dynamics '
-              '(and the regressor when identifying) and the sums.\n')
-        pin_rate, batched = pinocchio_loop(paths[0], 20_000 if smoke else 100_000)
-        print('| inverse dynamics on the same samples | samples/s |')
-        print('|---|---:|')
-        print(f'| rbd_ros batched (one call) | {batched:,.0f} |')
-        print(f'| Pinocchio rnea in a Python loop | '
-              f'{"not installed" if pin_rate is None else f"{pin_rate:,.0f}"} |')
-        adhoc = adhoc_script(paths[0])
-        if adhoc is not None:
-            print(f'| an ad-hoc script, end to end (rosbags\' deserializer, np.gradient, the '
-                  f'Pinocchio loop) | {adhoc:,.0f} |')
+        short = make_logs(os.path.join(directory, 'short'), short_n, short_s)
+        long_ = make_logs(os.path.join(directory, 'long'), long_n, long_s)
+        one = make_logs(os.path.join(directory, 'one'), 1, 3.0)
+        print(f'MCAP logs of the bundled 7-joint arm at {RATE:g} Hz: {short_n} x {short_s:g} s '
+              f'and {long_n} x {long_s:g} s ({size_of(short + long_) / 1e6:.0f} MB; written in '
+              f'{time.perf_counter() - started:.1f} s); {os.cpu_count()} cores, load '
+              f'{os.getloadavg()[0]:.1f}\n', flush=True)
+        timed(tool(one))                  # numba's cache, the page cache
+        sets = [(f'{short_n} x {short_s:g} s', short, int(short_n * short_s * RATE)),
+                (f'{long_n} x {long_s:g} s', long_, int(long_n * long_s * RATE))]
+        script_against_tool(sets, repeats)
+        if not have_pinocchio():
+            print('\n(Pinocchio not installed: no script column)')
+        print('\nStages (--profile) on the long logs; start-up: the interpreter and launch, the '
+              'imports (numpy, numba, the dynamics core, rosbags), the model, the kernels '
+              'loaded from numba\'s cache:\n', flush=True)
+        stages(long_, repeats)
+        print(flush=True)
+        startup(one[0], repeats)
         try:
             import distributed  # noqa: F401
         except ImportError:
             print('\n(dask[distributed] not installed: no workers row)')
             return 0
-        timing = workers_speedup(paths, urdf, Options(friction=True, payload_link='tool0'))
-        print('\n| Dask workers (local processes) | start-up s | analysis s | speed-up |')
-        print('|---|---:|---:|---:|')
-        for n, (up, took) in timing.items():
-            print(f'| {n} | {up:.1f} | {took:.2f} | {timing[1][1] / took:.2f}x |')
-        print(f'\n({os.cpu_count()} cores; {count} logs: the speed-up is bounded by the cores '
+        print('\nDask, the whole command on the long logs with friction and payload '
+              'identification (a local cluster of processes, one numba thread each):\n',
+              flush=True)
+        workers_table(long_, [1, 2], IDENTIFY, 1 if smoke else 2)
+        print(f'\n({os.cpu_count()} cores; {long_n} logs: the speed-up is bounded by the cores '
               'and by whole logs per worker)')
     return 0
 
 
+def fleet(count, seconds, counts, identify, out_path=None, directory=None):
+    keep = directory is not None
+    directory = directory or tempfile.mkdtemp(prefix='rbd_analyze_fleet_')
+    try:
+        started = time.perf_counter()
+        paths = make_logs(directory, count, seconds, distinct=min(count, DISTINCT))
+        size = size_of(paths)
+        samples = int(count * seconds * RATE)
+        header = (f'Fleet: {count} logs x {seconds:g} s of the 7-joint arm at {RATE:g} Hz '
+                  f'({samples:,} samples, {size / 1e9:.2f} GB of MCAP; {min(count, DISTINCT)} '
+                  f'distinct, written in {time.perf_counter() - started:.0f} s); '
+                  f'{"residuals, friction and payload identification" if identify else "residuals"}'
+                  f'; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; each command timed '
+                  'whole\n')
+        print(header, flush=True)
+        timed(tool(paths[:1]))            # numba's cache
+        out = open(out_path, 'w', encoding='utf-8') if out_path else None
+        try:
+            if out is not None:
+                out.write(header + '\n')
+            walls, _ = workers_table(paths, counts, IDENTIFY if identify else (), 1, out)
+            rate = samples / walls['serial']
+            line = (f'\nserial: {rate:,.0f} samples/s, {size / walls["serial"] / 1e6:.0f} MB/s '
+                    'of MCAP, start-up included')
+            print(line)
+            if out is not None:
+                out.write(line + '\n')
+        finally:
+            if out is not None:
+                out.close()
+    finally:
+        if not keep:
+            shutil.rmtree(directory, ignore_errors=True)
+    return 0
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog='python -m benchmarks.analyze_bench',
+    parser = argparse.ArgumentParser(prog='python -m benchmarks analyze',
                                      description=__doc__.split('\n\n')[0])
     parser.add_argument('--smoke', action='store_true', help='a few seconds in all')
+    parser.add_argument('--fleet', type=int, metavar='K', help='the fleet table: K logs')
+    parser.add_argument('--seconds', type=float, default=120.0, metavar='S',
+                        help='seconds per fleet log (default 120)')
+    parser.add_argument('--workers', default='1,2', metavar='N,N,...',
+                        help='--workers counts of the fleet table (default 1,2)')
+    parser.add_argument('--identify', action='store_true',
+                        help='fleet: friction and payload identification too')
+    parser.add_argument('--out', metavar='FILE', help='fleet: the table written there too')
+    parser.add_argument('--dir', metavar='DIR', help='fleet: write (and keep) the logs there')
     args = parser.parse_args(argv)
+    if args.fleet:
+        counts = [int(x) for x in args.workers.split(',') if x]
+        return fleet(args.fleet, args.seconds, counts, args.identify, args.out, args.dir)
     return run(smoke=args.smoke)
 
 

@@ -1,7 +1,8 @@
 """rosbag2 logs of joint states from a known model, for the analysis's tests and benchmark:
 an exciting trajectory (a sum of sines per joint, as identification experiments use), the
 torques a model with known friction and payload needs for it, serialized by rclpy (the bytes a
-robot's joint_state_broadcaster records) and written by rosbags' writer (MCAP or sqlite3)."""
+robot's joint_state_broadcaster records; rosbags' serializer where rclpy is not installed) and
+written by rosbags' writer (MCAP or sqlite3)."""
 from __future__ import annotations
 
 import numpy as np
@@ -36,28 +37,65 @@ def measured_efforts(model, q, v, a, viscous=0.0, coulomb=0.0, noise=0.0, seed=0
 
 
 def write_log(path, t, names, q, v, effort, storage='mcap', topic='/joint_states',
-              start=1_700_000_000, velocity=True, stamps=None):
-    """A rosbag2 bag folder at ``path`` (``storage`` 'mcap' or 'sqlite3') holding one
-    sensor_msgs/JointState per row; header and recording stamps at ``start`` + t (``stamps``:
-    other header stamps, integer ns). Returns the path."""
-    from rclpy.serialization import serialize_message
-    from rosbags.rosbag2 import StoragePlugin, Writer
+              start=1_700_000_000, velocity=True, stamps=None, compression=False):
+    """A rosbag2 bag folder at ``path`` (``storage`` 'mcap' or 'sqlite3'; ``compression``:
+    zstd-compressed MCAP chunks) holding one sensor_msgs/JointState per row; header and
+    recording stamps at ``start`` + t (``stamps``: other header stamps, integer ns). Returns
+    the path.
+
+    The messages are the bytes rclpy serializes (rosbags' serializer where rclpy is not
+    installed): the first message is serialized, and every other one is that message with its
+    stamp and values put in place (one layout: the same names and array lengths), so that a
+    fleet of long logs is written in seconds."""
+    from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
     from rosbags.typesys import Stores, get_typestore
-    from sensor_msgs.msg import JointState
+
+    from rbd_ros.analysis.decode import joint_state
 
     typestore = get_typestore(Stores.ROS2_KILTED)
     plugin = StoragePlugin.MCAP if storage == 'mcap' else StoragePlugin.SQLITE3
     recorded = start * 1_000_000_000 + np.rint(np.asarray(t) * 1e9).astype(np.int64)
     ns = recorded if stamps is None else np.asarray(stamps, dtype=np.int64)
-    msg = JointState()
-    msg.name = list(names)
-    with Writer(path, version=9, storage_plugin=plugin) as writer:
+    n, nj = len(t), len(names)
+    columns = [np.asarray(q, float), np.asarray(v, float) if velocity else np.zeros((n, 0)),
+               np.asarray(effort, float) if effort is not None else np.zeros((n, 0))]
+    template = _serialize(typestore, names, [c.shape[1] for c in columns])
+    layout = joint_state(template)
+    rows = np.tile(np.frombuffer(template, np.uint8), (n, 1))
+    sec, nanosec = np.divmod(ns, 1_000_000_000)
+    fields = layout.fields
+    rows[:, 4:8] = sec.astype('<i4').view(np.uint8).reshape(n, 4)
+    rows[:, 8:12] = nanosec.astype('<u4').view(np.uint8).reshape(n, 4)
+    for (offset, _, nbytes, _), values in zip(fields[1:], columns):
+        if nbytes:
+            rows[:, offset:offset + nbytes] = np.ascontiguousarray(
+                values, dtype='<f8').view(np.uint8).reshape(n, nbytes)
+    assert nj == len(layout.key[0])
+    writer = Writer(path, version=9, storage_plugin=plugin)
+    if compression:
+        writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
+    with writer:
         connection = writer.add_connection(topic, 'sensor_msgs/msg/JointState',
                                            typestore=typestore)
-        for k in range(len(t)):
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(ns[k]), 1_000_000_000)
-            msg.position = q[k].tolist()
-            msg.velocity = v[k].tolist() if velocity else []
-            msg.effort = effort[k].tolist() if effort is not None else []
-            writer.write(connection, int(recorded[k]), serialize_message(msg))
+        for k in range(n):
+            writer.write(connection, int(recorded[k]), rows[k].tobytes())
     return path
+
+
+def _serialize(typestore, names, counts):
+    """A JointState's bytes (zero stamp and values): rclpy's, or rosbags' without rclpy."""
+    try:
+        from rclpy.serialization import serialize_message
+        from sensor_msgs.msg import JointState
+    except ImportError:
+        JointState = typestore.types['sensor_msgs/msg/JointState']
+        Header = typestore.types['std_msgs/msg/Header']
+        Time = typestore.types['builtin_interfaces/msg/Time']
+        msg = JointState(header=Header(stamp=Time(sec=0, nanosec=0), frame_id=''),
+                         name=list(names), position=np.zeros(counts[0]),
+                         velocity=np.zeros(counts[1]), effort=np.zeros(counts[2]))
+        return bytes(typestore.serialize_cdr(msg, 'sensor_msgs/msg/JointState'))
+    msg = JointState()
+    msg.name = list(names)
+    msg.position, msg.velocity, msg.effort = ([0.0] * c for c in counts)
+    return bytes(serialize_message(msg))

@@ -97,7 +97,7 @@ def pytest_configure(config):
 
 # ---- markers -----------------------------------------------------------------------------
 #: files whose every test needs rclpy (besides test_ros_*.py): they import it at module level
-ROS_FILES = {'test_docs_commands.py', 'test_analyze.py'}
+ROS_FILES = {'test_docs_commands.py', 'test_analyze.py', 'test_analyze_legged.py'}
 
 #: the tests over ~10 s each on the 2-core machine (a file name: all of its tests). Measured
 #: with --durations=0 on a warm cache (2026-11-25), seconds in the comments.
@@ -105,6 +105,7 @@ SLOW = {
     'test_docs_commands.py::test_every_docs_command_runs',      # every docs command: minutes
     'test_dynamics_identities.py::test_interpreted_and_compiled_paths_agree',   # 30
     'test_ros_legged.py::test_solo12_stands_for_10_s_in_closed_loop_with_dynamics_node',  # 28
+    'test_analyze_legged.py',      # 5 s of Solo-12 simulated and recorded, then analysed: 45
     'test_benchmarks.py::test_campaign_smoke',                  # 21
     'test_ros_cli.py::test_param_call_echo_and_list_against_a_running_sim',    # 18
     'test_ros_feedforward.py::test_an_unknown_payload_feedback_laws_beat_feedforward_alone',  # 16
@@ -133,7 +134,8 @@ def pytest_collection_modifyitems(config, items):
 
 # ---- numba cache warm-up -----------------------------------------------------------------
 #: files whose tests start rbd_ros in subprocesses with a timeout (besides the `ros` tests)
-WARM_FILES = {'test_benchmarks.py', 'test_inspect.py', 'test_warmup.py', 'test_readme.py'}
+WARM_FILES = {'test_benchmarks.py', 'test_inspect.py', 'test_warmup.py', 'test_readme.py',
+              'test_analyze_pipeline.py'}
 
 
 def _needs_warm_cache(items):

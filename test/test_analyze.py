@@ -267,6 +267,8 @@ def test_bad_logs_are_named_and_skipped(logs, tmp_path):
     (['--cutoff', '0'], '--cutoff must be a positive number'),
     (['--urdf', 'missing.urdf'], '--urdf missing.urdf: no such file'),
     (['--workers', '2', '--scheduler', 'tcp://127.0.0.1:1'], 'not allowed with'),
+    (['--workers', '0'], "argument --workers: must be >= 1 (or auto), got 0"),
+    (['--base-topic', '/odom'], '--base-topic and --contact-topic are for a floating base'),
 ])
 def test_usage_errors_exit_2(logs, args, words):
     if '--urdf' not in args:

@@ -95,15 +95,27 @@ def test_campaign_smoke():
 
 @pytest.mark.ros
 def test_analyze_bench_smoke():
-    """The offline analysis end to end on logs it writes: both analysis rows, the stages'
-    shares adding up, the inverse-dynamics rows and the 1- and 2-worker rows."""
+    """The offline analysis end to end on logs it writes: the script against the tool on short
+    and long logs, every stage of --profile (their seconds add up to at most the whole
+    command's), the start-up's parts, and 1 and 2 workers giving the serial JSON."""
     pytest.importorskip('rosbags')
     pytest.importorskip('rclpy')
     result = run_smoke('benchmarks.analyze_bench')
     assert result.returncode == 0, result.stdout + result.stderr
     rows = {row[0]: row[1:] for row in table_rows(result.stdout)}
-    for label in ('residuals', 'residuals + friction + payload'):
-        shares = [float(cell.rstrip('%')) for cell in rows[label][1:]]
-        assert len(shares) == 4 and abs(sum(shares) - 100) <= 3, result.stdout
-    assert 'rbd_ros batched (one call)' in rows and 'Pinocchio rnea in a Python loop' in rows
-    assert rows['1'][2] == '1.00x' and rows['2'][2].endswith('x'), result.stdout
+    for label in ('2 x 3 s', '1 x 10 s'):
+        assert len(rows[label]) == 4, result.stdout
+        script, tool, ratio = rows[label][1:]
+        assert float(tool) > 0 and (ratio == '-' or ratio.endswith('x')), result.stdout
+    stages = ('read (files, chunks)', 'decode (bytes to arrays)',
+              'resample (checks, uniform grid)', 'filter (low-pass, derivatives)',
+              'dynamics (inverse dynamics, regressor)', 'sums (residuals, normal equations)')
+    for column in (0, 2):
+        seconds = [float(rows[name][column]) for name in stages]
+        seconds += [float(rows[name][column]) for name in rows if name.startswith('start-up: ')]
+        assert all(x >= 0 for x in seconds)
+        assert sum(seconds) <= float(rows['whole command'][column]) * 1.05, result.stdout
+    for part in ('interpreter and launch', 'imports', 'model', 'kernels', 'the whole command'):
+        assert float(rows[part][0]) >= 0, result.stdout
+    assert rows['JSON equals serial'] == ['yes', 'yes', 'yes'], result.stdout
+    assert rows['speed-up over serial'][0] == '1.00x', result.stdout

@@ -1,8 +1,11 @@
 """`python -m rbd_ros analyze LOG... --urdf ROBOT.urdf` (also `rbd_analyze`): torque residuals
-and identification from rosbag2 logs, serially or on a Dask cluster.
+and identification from rosbag2 logs, serially or on a Dask cluster (run.py).
 
 Exit status: 0 when at least one log was analysed, 1 when none was, 2 for a usage error (an
 option, the URDF, the payload's link).
+
+This module imports nothing heavy at its top: numba, the kernels and rosbags are imported in
+main(), where --profile times them as the command's start-up.
 """
 from __future__ import annotations
 
@@ -12,8 +15,6 @@ import math
 import os
 import sys
 import time
-
-from .compute import Options, analyze_log, combine, model_for
 
 EPILOG = '''\
 A LOG is a rosbag2 bag folder (metadata.yaml and its .mcap or .db3 files), a bare .mcap or .db3
@@ -27,13 +28,33 @@ effort = inverse dynamics + viscous v + coulomb sign(v) (replacing the URDF's va
 centre of mass when the motion cannot tell its inertia: the output says which). Given both,
 they are one least-squares problem.
 
+A legged robot (--floating-base, or a floating joint in the URDF): the base's state comes from
+--base-topic (nav_msgs/Odometry) and, with --contact-topic, the contact wrenches enter the
+inverse dynamics; the base's six rows (the external wrench the motion needs) are reported apart
+from the joints'.
+
 examples:
   python -m rbd_ros analyze ~/bags --urdf robot.urdf
   python -m rbd_ros analyze run1.mcap run2_db3/ --urdf robot.urdf --identify friction \\
       --identify payload:tool0 --write-params identified.yaml --json report.json
-  python -m rbd_ros analyze ~/fleet --urdf robot.urdf --workers 8
+  python -m rbd_ros analyze ~/fleet --urdf robot.urdf --workers auto --profile
   python -m rbd_ros analyze /shared/fleet --urdf robot.urdf --scheduler tcp://10.0.0.5:8786
+  python -m rbd_ros analyze solo_run/ --urdf solo12.urdf --floating-base \\
+      --contact-topic /rbd_sim/contact_wrenches
 '''
+
+
+def _workers(text):
+    if text == 'auto':
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes or 'auto', got "
+                                         f"{text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'must be >= 1 (or auto), got {value}')
+    return value
 
 
 def build_parser():
@@ -45,10 +66,22 @@ def build_parser():
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('logs', nargs='+', metavar='LOG', help='bag folder, .mcap or .db3 '
                         'file, or a folder of them')
-    parser.add_argument('--urdf', required=True, help='the robot description (a fixed-base '
-                        'robot: the URDF the logs were recorded with)')
+    parser.add_argument('--urdf', required=True, help='the robot description (the URDF the '
+                        'logs were recorded with)')
     parser.add_argument('--topic', default='/joint_states',
                         help='the sensor_msgs/JointState topic (default: /joint_states)')
+    parser.add_argument('--floating-base', action='store_true',
+                        help="the URDF's root link is free (a legged robot, a humanoid): its "
+                        'state comes from --base-topic')
+    parser.add_argument('--base-topic', default=None, metavar='TOPIC',
+                        help='nav_msgs/Odometry of the floating base: pose in the world, twist '
+                        "in the base's frame (default: /rbd_sim/base_state, what sim_node "
+                        'publishes)')
+    parser.add_argument('--contact-topic', default=None, metavar='TOPIC',
+                        help='geometry_msgs/WrenchStamped contact wrenches (one message per '
+                        'link in contact, in its frame, stamped as the joint states: '
+                        "sim_node's /rbd_sim/contact_wrenches); they enter the inverse "
+                        'dynamics as external wrenches')
     parser.add_argument('--cutoff', type=float, default=10.0, metavar='HZ',
                         help='low-pass cut-off before differentiation: 4th-order Butterworth, '
                         'zero-phase, on positions and velocities (default: 10 Hz; below half '
@@ -64,12 +97,20 @@ def build_parser():
     parser.add_argument('--write-params', metavar='PATH', help='write the identified friction '
                         'and payload as a ROS 2 parameters file for dynamics_node and sim_node')
     run = parser.add_mutually_exclusive_group()
-    run.add_argument('--workers', type=int, default=0, metavar='N',
-                     help='analyse the logs in parallel on a local Dask cluster of N processes')
+    run.add_argument('--workers', type=_workers, default=None, metavar='N',
+                     help='analyse the logs in parallel on a local Dask cluster of N processes '
+                     '(one numba thread each; at most one per log; a warning when the '
+                     "cluster's start-up took longer than the analysis), or 'auto': as many "
+                     'as cores and logs, when the work is estimated to be larger than the '
+                     "cluster's start-up, else in this process")
     run.add_argument('--scheduler', metavar='ADDRESS',
                      help='send the logs to a running Dask scheduler (tcp://host:8786); its '
-                     'workers need rbd_ros[analyze] and the logs at the same paths')
-    parser.add_argument('--quiet', action='store_true', help='no progress bar, no per-log lines')
+                     'workers need rbd_ros[analyze] and find and read the logs themselves, at '
+                     'the paths given (relative ones made absolute against this directory)')
+    parser.add_argument('--profile', action='store_true',
+                        help='print the time of each stage (start-up, read, decode, resample, '
+                        'filter, dynamics, sums)')
+    parser.add_argument('--quiet', action='store_true', help='no progress, no per-log lines')
     return parser
 
 
@@ -78,34 +119,90 @@ class UsageError(Exception):
 
 
 def main(argv=None):
+    before_main = process_age()
+    clock = time.perf_counter()
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        urdf_text, options = _setup(args)
-    except UsageError as exc:
-        print(f'rbd_analyze: error: {exc}', file=sys.stderr)
-        return 2
-    model = model_for(urdf_text)
-    paths, missing = find_logs(args.logs)
-    results_missing = [(path, reason) for path, reason in missing]
     say = (lambda text: None) if args.quiet else (
         lambda text: print(text, file=sys.stderr, flush=True))
-    for path, reason in results_missing:
-        say(f'skipped {path}: {reason}')
-    progress = Progress(paths, enabled=not args.quiet and sys.stderr.isatty())
-    t0 = time.monotonic()
+    startup = {'interpreter and launch': before_main}
+    started = time.perf_counter()
+    from . import run
+    from .compute import LogResult, combine
+    startup['imports'] = time.perf_counter() - started
     try:
-        results = run_logs(paths, urdf_text, options, args, progress, say)
+        urdf_text, options, model, startup['model'] = _setup(args)
     except UsageError as exc:
-        progress.close()
         print(f'rbd_analyze: error: {exc}', file=sys.stderr)
         return 2
-    progress.close()
+    tty = sys.stderr.isatty()
+    cluster = None
+    t0 = time.monotonic()
+    try:
+        if args.scheduler:
+            paths, missing = list(args.logs), []
+        else:
+            paths, missing = run.find_logs(args.logs)
+        for path, reason in missing:
+            say(f'skipped {path}: {reason}')
+        workers = 0
+        if args.workers is not None and paths:
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else \
+                (os.cpu_count() or 1)
+            workers, why = run.choose_workers(args.workers, paths, options, cores)
+            if why:
+                say(why)
+        progress = run.Progress(paths, enabled=not args.quiet and (
+            tty or len(paths) > 1 or bool(args.scheduler)), tty=tty,
+            sizes=not args.scheduler)
+
+        def tell(result):
+            if result.status != 'ok':
+                progress.clear()
+                say(f'skipped {result.path}: {result.reason}')
+            elif result.ignored_joints:
+                progress.clear()
+                say(f'{result.path}: joints not in the URDF, ignored: '
+                    f'{", ".join(result.ignored_joints)}')
+
+        if not workers and not args.scheduler:
+            started = time.perf_counter()
+            _load_kernels(model, options)
+            startup['kernels'] = time.perf_counter() - started
+            results = run.run_serial(paths, urdf_text, options, progress, tell)
+        else:
+            try:
+                cluster = run.Cluster(workers, args.scheduler)
+            except ImportError:
+                raise UsageError('--workers and --scheduler need dask[distributed] (pip '
+                                 "install 'rbd_ros[analyze]')") from None
+            except (OSError, TimeoutError) as exc:
+                raise UsageError(f'--scheduler {args.scheduler}: cannot connect '
+                                 f'({exc})') from None
+            startup['cluster'] = cluster.startup
+            results, more_missing = run.run_dask(cluster, paths, urdf_text, options, progress,
+                                                 tell, remote=bool(args.scheduler))
+            for path, reason in more_missing:
+                progress.clear()
+                say(f'skipped {path}: {reason}')
+            missing += more_missing
+    except UsageError as exc:
+        print(f'rbd_analyze: error: {exc}', file=sys.stderr)
+        return 2
+    finally:
+        if cluster is not None:
+            cluster.close()
+        if 'progress' in locals():
+            progress.close()
     wall = time.monotonic() - t0
-    from .compute import LogResult
     results += [LogResult(path=path, status='skipped', reason=reason) for path, reason in missing]
     summary = combine(model, results, options)
     print(report_text(summary, wall))
+    if workers and not args.scheduler and cluster is not None and \
+            cluster.startup > wall - cluster.startup:
+        say(f'warning: --workers {args.workers}: the local cluster took {cluster.startup:.1f} s '
+            f'to start and the analysis {wall - cluster.startup:.1f} s: for work this small the '
+            'command is faster without --workers (or with --workers auto)')
     if args.json:
         _write(args.json, json.dumps(report_json(summary), indent=2) + '\n')
     if args.plots and any(r.status == 'ok' for r in results):
@@ -122,26 +219,71 @@ def main(argv=None):
             _write(args.write_params, text)
             say(f'parameters for dynamics_node and sim_node written to {args.write_params} '
                 f'(--params-file {args.write_params})')
+    if args.profile:
+        print(profile_text(results, startup, wall,
+                           (before_main or 0.0) + time.perf_counter() - clock,
+                           workers or (args.scheduler and 'scheduler')))
     return 0 if any(r.status == 'ok' for r in results) else 1
 
 
+def process_age():
+    """Seconds since this process started (Linux: /proc; None elsewhere)."""
+    try:
+        with open('/proc/self/stat', encoding='ascii') as f:
+            start = int(f.read().rsplit(')', 1)[1].split()[19])
+        with open('/proc/uptime', encoding='ascii') as f:
+            uptime = float(f.read().split()[0])
+        return max(uptime - start / os.sysconf('SC_CLK_TCK'), 0.0)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _load_kernels(model, options):
+    """Load (or compile) every compiled function a log's analysis calls, before the first log,
+    so that a stage's time is its work (--profile: the start-up's 'kernels')."""
+    import numpy as np
+
+    import rbd_ros.dynamics as rbd
+
+    from .kernels import warm_up
+    warm_up()
+    n = 20
+    q = np.tile(model.neutral(), (n, 1))
+    v = np.zeros((n, model.nv))
+    rbd.inverse_dynamics(model, q, v, v)
+    if options.payload_link is not None:
+        rbd.inertial_regressor(model, q, v, v, link=options.payload_link)
+
+
 def _setup(args):
+    """(URDF text, Options, Model, seconds to build the model) of the command line."""
     from rbd_ros.description import read_description
+
+    from .compute import BASE_TOPIC, Options, base_joint, model_for
     try:        # any readable path, a pipe included (<(xacro robot.urdf.xacro)); .xacro expanded
         urdf_text, _ = read_description(args.urdf, say=lambda line: print(line, file=sys.stderr))
     except ValueError as exc:
         raise UsageError(f'--urdf {exc}') from None
     import rbd_ros.dynamics as rbd
+    started = time.perf_counter()
     try:
-        model = model_for(urdf_text)
+        model = model_for(urdf_text, args.floating_base)
     except rbd.ModelError as exc:
         raise UsageError(f'--urdf {args.urdf} does not load: {str(exc).splitlines()[0]}') \
             from None
-    multi = [j.name for j in model.joints if j.type in ('planar', 'floating') and j.nv]
-    if multi:
-        raise UsageError(f'--urdf {args.urdf}: joint {multi[0]!r} is {model.joint[multi[0]].type}'
-                         ': the analysis is for fixed-base robots whose joints JointState '
-                         'carries (revolute, continuous, prismatic)')
+    built = time.perf_counter() - started
+    planar = [j.name for j in model.joints if j.type == 'planar' and j.nv]
+    if planar:
+        raise UsageError(f'--urdf {args.urdf}: joint {planar[0]!r} is planar: the analysis is '
+                         'for robots whose joints JointState carries (revolute, continuous, '
+                         'prismatic), on a fixed or a floating base')
+    floating = [j for j in model.joints if j.type == 'floating' and j.nv]
+    if len(floating) > 1 or (floating and floating[0].v_index != 0):
+        raise UsageError(f'--urdf {args.urdf}: joint {floating[-1].name!r} is floating but not '
+                         "the root's: the analysis reads one floating base's state")
+    if (args.base_topic or args.contact_topic) and base_joint(model) is None:
+        raise UsageError('--base-topic and --contact-topic are for a floating base '
+                         '(--floating-base, or a floating joint in the URDF)')
     if model.constraint_names:      # the tree's torques are not the motors' in a closed loop
         raise UsageError(f'--urdf {args.urdf} closes kinematic loops with <constraint> '
                          f'({", ".join(map(repr, model.constraint_names))}): the analysis '
@@ -150,8 +292,6 @@ def _setup(args):
         raise UsageError(f'--cutoff must be a positive number of Hz, got {args.cutoff}')
     if args.max_gap is not None and not (math.isfinite(args.max_gap) and args.max_gap > 0):
         raise UsageError(f'--max-gap must be a positive number of seconds, got {args.max_gap}')
-    if args.workers < 0:
-        raise UsageError(f'--workers must be >= 1, got {args.workers}')
     friction, link = False, None
     for what in args.identify:
         if what == 'friction':
@@ -166,187 +306,12 @@ def _setup(args):
                 raise UsageError(f'--identify {what}: {exc} (links: {links})') from None
         else:
             raise UsageError(f'--identify {what!r}: expected friction or payload:LINK')
-    return urdf_text, Options(topic=args.topic, cutoff=args.cutoff, max_gap=args.max_gap,
-                              friction=friction, payload_link=link, plots=bool(args.plots))
-
-
-def find_logs(arguments):
-    """(log paths in order, [(argument, reason)] for arguments that hold none)."""
-    paths, missing = [], []
-    for arg in arguments:
-        if not os.path.exists(arg):
-            missing.append((arg, 'no such file or folder'))
-        elif os.path.isfile(arg) or os.path.exists(os.path.join(arg, 'metadata.yaml')):
-            paths.append(arg)
-        else:
-            found = []
-            for root, dirs, files in os.walk(arg):
-                dirs.sort()
-                if 'metadata.yaml' in files:
-                    found.append(root)
-                    dirs[:] = []          # a bag's own files are not logs of their own
-                    continue
-                found += [os.path.join(root, f) for f in sorted(files)
-                          if f.endswith(('.mcap', '.db3'))]
-            if found:
-                paths += found
-            else:
-                missing.append((arg, 'no rosbag2 logs in this folder (bag folders, .mcap or '
-                                     '.db3 files)'))
-    return paths, missing
-
-
-def run_logs(paths, urdf_text, options, args, progress, say):
-    """Each log's LogResult, in the order of ``paths``."""
-    if not args.workers and not args.scheduler:
-        results = []
-        for path in paths:
-            progress.start(path)
-            result = analyze_log(path, urdf_text, options, progress.messages)
-            progress.done(path, result.samples)
-            _tell(result, say)
-            results.append(result)
-        return results
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise UsageError('--workers and --scheduler need dask[distributed] (pip install '
-                         "'rbd_ros[analyze]')") from None
-    cluster = None
-    try:
-        if args.scheduler:
-            try:
-                client = Client(args.scheduler, timeout='10s')
-            except (OSError, TimeoutError) as exc:
-                raise UsageError(f'--scheduler {args.scheduler}: cannot connect '
-                                 f'({exc})') from None
-        else:
-            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=40)
-            client = Client(cluster)
-        with client:
-            # absolute paths: a worker's working directory is its own, not this shell's
-            futures = {client.submit(analyze_log, os.path.abspath(path), urdf_text, options,
-                                     pure=False): path
-                       for path in paths}
-            by_path = {}
-            for future in as_completed(futures):
-                path = futures[future]
-                try:
-                    result = future.result()
-                except Exception as exc:     # noqa: BLE001 - a worker that died, a bug
-                    from .compute import LogResult
-                    result = LogResult(path=path, status='skipped',
-                                       reason=f'failed on its worker: {type(exc).__name__}: '
-                                              f'{exc}')
-                result.path = path           # as the user named it
-                by_path[path] = result
-                progress.done(path, result.samples)
-                _tell(result, say)
-            return [by_path[path] for path in paths]
-    finally:
-        if cluster is not None:
-            cluster.close()
-
-
-def _tell(result, say):
-    if result.status != 'ok':
-        progress_clear()
-        say(f'skipped {result.path}: {result.reason}')
-    elif result.ignored_joints:
-        progress_clear()
-        say(f'{result.path}: joints not in the URDF, ignored: {", ".join(result.ignored_joints)}')
-
-
-_active_bar = [None]
-
-
-def progress_clear():
-    if _active_bar[0] is not None:
-        _active_bar[0].clear()
-
-
-class Progress:
-    """A progress bar on stderr (a terminal only): the share of the logs' bytes done, the
-    samples so far and the time left. Redrawn at most 5 times a second."""
-
-    def __init__(self, paths, enabled):
-        self.enabled = enabled and len(paths) > 0
-        self.size = {p: max(_size(p), 1) for p in paths} if self.enabled else {}
-        self.total = sum(self.size.values()) or 1
-        self.finished = 0.0
-        self.current = None
-        self.current_read = 0
-        self.current_count = 1
-        self.samples = 0
-        self.logs_done = 0
-        self.n_logs = len(paths)
-        self.t0 = time.monotonic()
-        self.last = 0.0
-        self.shown = False
-        _active_bar[0] = self
-
-    def start(self, path):
-        if not self.enabled:
-            return
-        self.current, self.current_read = path, 0
-        try:
-            from rosbags.rosbag2 import Reader
-            with Reader(path) as reader:
-                self.current_count = max(reader.message_count, 1)
-        except Exception:    # noqa: BLE001 - the analysis itself will say what is wrong
-            self.current_count = 1
-
-    def messages(self, n):
-        if not self.enabled:
-            return
-        self.current_read += n
-        self.draw()
-
-    def done(self, path, samples):
-        self.logs_done += 1
-        self.samples += samples
-        if not self.enabled:
-            return
-        self.finished += self.size[path]
-        self.current = None
-        self.draw(force=True)
-
-    def draw(self, force=False):
-        now = time.monotonic()
-        if not force and now - self.last < 0.2:
-            return
-        self.last = now
-        part = 0.0
-        if self.current is not None:
-            part = self.size[self.current] * min(self.current_read / self.current_count, 1.0)
-        fraction = min((self.finished + part) / self.total, 1.0)
-        elapsed = now - self.t0
-        left = elapsed * (1 - fraction) / fraction if fraction > 0.01 else math.nan
-        bar = '#' * int(30 * fraction) + '-' * (30 - int(30 * fraction))
-        text = (f'\r[{bar}] {100 * fraction:3.0f}%  {self.logs_done}/{self.n_logs} logs  '
-                f'{self.samples:,} samples  '
-                + (f'{left:.0f} s left' if math.isfinite(left) else ''))
-        sys.stderr.write(text.ljust(90))
-        sys.stderr.flush()
-        self.shown = True
-
-    def clear(self):
-        if self.enabled and self.shown:
-            sys.stderr.write('\r' + ' ' * 90 + '\r')
-            sys.stderr.flush()
-            self.last = 0.0
-
-    def close(self):
-        self.clear()
-        _active_bar[0] = None
-
-
-def _size(path):
-    if os.path.isfile(path):
-        return os.path.getsize(path)
-    return sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(path)
-               for f in files)
+    options = Options(topic=args.topic, cutoff=args.cutoff, max_gap=args.max_gap,
+                      friction=friction, payload_link=link, plots=bool(args.plots),
+                      floating_base=args.floating_base,
+                      base_topic=args.base_topic or BASE_TOPIC,
+                      contact_topic=args.contact_topic)
+    return urdf_text, options, model, built
 
 
 # ---- output -------------------------------------------------------------------------------
@@ -365,6 +330,8 @@ def report_json(summary):
                                          coulomb_std=f['coulomb_std'])
         joints[name] = entry
     out = {'model': summary.model, 'logs': summary.logs, 'joints': joints}
+    if summary.base is not None:
+        out['base'] = summary.base
     if summary.payload is not None:
         out['payload'] = summary.payload
     return out
@@ -408,6 +375,15 @@ def report_text(summary, wall):
     if summary.friction is not None:
         lines.append('friction: viscous N m s/rad (N s/m), coulomb N m (N); effort = model + '
                      'viscous v + coulomb sign(v)')
+    lines += _base_lines(summary.base)
+    dropped = {}
+    for log in ok:
+        for key, count in log.get('dropped', {}).items():
+            dropped[key] = dropped.get(key, 0) + count
+    said = [f'{count:,} {DROPPED_WORDS[key]}' for key, count in dropped.items()
+            if count and key != 'filter_edges']
+    if said:
+        lines.append('left out or filled in: ' + '; '.join(said) + ' (per log in the JSON)')
     p = summary.payload
     if p is not None:
         lines.append('')
@@ -420,6 +396,80 @@ def report_text(summary, wall):
             if p['inertia'] is not None:
                 lines.append('  inertia about the com (ixx ixy ixz iyy iyz izz, kg m^2): '
                              + ' '.join(f'{x:.4g}' for x in p['inertia']))
+    return '\n'.join(lines)
+
+
+#: the report's words for what a log left out (logs.DROPPED)
+DROPPED_WORDS = {
+    'filter_edges': "samples inside the filter's start-up at the logs' ends",
+    'missing_messages': 'samples of lost messages (interpolated)',
+    'duplicate_messages': 'messages re-sent with an earlier stamp (left out)',
+    'no_base_state': "samples without the base's state (cut)",
+    'short_tail': "samples of a log's last segment too short to filter",
+    'unmatched_contact_messages': 'contact wrench messages stamped at no joint state',
+}
+
+
+def _base_lines(base):
+    """The floating base's rows: the external wrench the motion needs, and what the logged
+    contacts leave of it."""
+    if base is None:
+        return []
+    lines = ['']
+    if not base.get('samples'):
+        return lines + [f'floating base {base["link"]}: no samples']
+    contacts = 'residual_mean' in base
+    lines.append(f'floating base {base["link"]}: the external wrench the motion needs (inverse '
+                 "dynamics' base rows: at the base's origin, in its frame; N, N m)" +
+                 (f', and what the contact wrenches on {", ".join(base["contact_links"])} '
+                  'leave of it' if contacts else ''))
+    header = f'{"row":<6} {"mean":>10} {"rms":>10} {"max|w|":>10}'
+    if contacts:
+        header += f'   {"left: mean":>10} {"rms":>10} {"max":>10}'
+    lines.append(header)
+    for k, row in enumerate(base['rows']):
+        line = (f'{row:<6} {base["wrench_mean"][k]:>10.4g} {base["wrench_rms"][k]:>10.4g} '
+                f'{base["wrench_max"][k]:>10.4g}')
+        if contacts:
+            line += (f'   {base["residual_mean"][k]:>10.4g} {base["residual_rms"][k]:>10.4g} '
+                     f'{base["residual_max"][k]:>10.4g}')
+        lines.append(line)
+    if not contacts:
+        lines.append('(no contact wrenches: the joint residuals include the torques of '
+                     'whatever touched the robot; --contact-topic adds them to the model)')
+    return lines
+
+
+def profile_text(results, startup, wall, total, workers):
+    """--profile: seconds per stage (the workers' summed, on a cluster), the start-up's parts."""
+    from .compute import STAGES
+    stages = dict.fromkeys(STAGES, 0.0)
+    samples = 0
+    for r in results:
+        samples += r.samples
+        for stage in STAGES:
+            stages[stage] += (r.timings or {}).get(stage, 0.0)
+    where = ('this process' if not workers else 'the scheduler\'s workers, summed'
+             if workers == 'scheduler' else f'{workers} worker processes, summed')
+    lines = ['', f'profile: {samples:,} samples, {total:.2f} s from the command\'s start '
+                 f'({samples / max(wall, 1e-9):,.0f} samples/s after the start-up); stages in '
+                 f'{where}',
+             f'{"stage":<34} {"s":>8} {"share":>7}']
+    known = {k: v for k, v in startup.items() if v is not None}
+    rows = [('start-up: ' + name, seconds) for name, seconds in known.items()]
+    words = {'read': 'read (files, chunks)', 'decode': 'decode (bytes to arrays)',
+             'resample': 'resample (checks, uniform grid)',
+             'filter': 'filter (low-pass, derivatives)',
+             'dynamics': 'dynamics (inverse dynamics, regressor)',
+             'sums': 'sums (residuals, normal equations)'}
+    rows += [(words[stage], stages[stage]) for stage in STAGES]
+    base = sum(seconds for _, seconds in rows) if workers else total
+    for name, seconds in rows:
+        lines.append(f'{name:<34} {seconds:>8.3f} {100 * seconds / max(base, 1e-9):>6.0f}%')
+    if not workers:
+        rest = total - sum(seconds for _, seconds in rows)
+        lines.append(f'{"other (finding logs, report, ...)":<34} {rest:>8.3f} '
+                     f'{100 * rest / max(total, 1e-9):>6.0f}%')
     return '\n'.join(lines)
 
 

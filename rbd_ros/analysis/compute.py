@@ -2,16 +2,22 @@
 
 Per log (:func:`analyze_log`, run wherever a Dask worker is):
 
-1. read the joint states (logs.py) onto a uniform grid;
+1. read the joint states (logs.py) onto a uniform grid; with a floating base, the base's state
+   (pose and twist) and, when logged, the contact wrenches on the same grid;
 2. low-pass q and v with a zero-phase Butterworth filter (``cutoff`` Hz, order 4, forward
-   and backward: no lag, so the motion stays aligned with the measured torques), and
-   differentiate: v from q where the log has no velocity, a from v (central differences);
+   and backward: no lag, so the motion stays aligned with the measured torques; filters.py),
+   and differentiate: v from q where the log has no velocity, a from v (central differences);
    drop EDGE_PERIODS cut-off periods at each end, where the filter's start-up transient
    lives; the measured efforts are not filtered (see _LogSums.add);
-3. the model's torque (batched inverse dynamics, plus the URDF's joint damping and friction)
-   and the residual r = measured - model, per joint;
+3. the model's torque (batched inverse dynamics, with the contact wrenches as external
+   wrenches, plus the URDF's joint damping and friction) and the residual r = measured -
+   model, per joint; with a floating base, the base's six rows apart: the external wrench the
+   motion needs (inverse dynamics without the contacts: the contacts' resultant when the
+   ground alone touches the robot) and what the logged contacts leave of it;
 4. sums only: per joint n, sum r, sum r^2, max |r|, sum v, sum v^2, sum r v, and for the
-   identification the normal equations A^T A, A^T b, b^T b of its least squares.
+   identification the normal equations A^T A, A^T b, b^T b of its least squares
+   (kernels.py: compiled loops in a fixed order, so a log's sums are the same bits in any
+   process).
 
 Logs add by adding their sums (:func:`combine`), so the result does not depend on where each
 log ran, and no sample leaves the worker that read it.
@@ -26,10 +32,10 @@ import time
 import numpy as np
 
 import rbd_ros.dynamics as rbd
-from rbd_ros.dynamics.identification import payload_columns, payload_from_parameters
+from rbd_ros.dynamics.identification import payload_from_parameters
 
-from . import logs
-from .logs import LogError, read_segments
+from . import filters, kernels, logs
+from .logs import DROPPED, LogError, read_segments
 
 #: rows per batched dynamics call (the regressor's rows x nv x 10 doubles stay in cache)
 CHUNK = 4_096
@@ -44,6 +50,12 @@ RANK_TOLERANCE = 1e-12
 #: a payload's inertia is reported when its standard error (from the fit's residual) is at
 #: most this fraction of it; else the mass and centre of mass only, saying why
 INERTIA_TOLERANCE = 0.1
+#: the default base topic: what sim_node publishes (docs/ros.md)
+BASE_TOPIC = '/rbd_sim/base_state'
+#: the stages of a log's analysis, in order (``--profile``)
+STAGES = ('read', 'decode', 'resample', 'filter', 'dynamics', 'sums')
+#: the base's six rows, in the order of the model's base velocity ([v; w]: a wrench [f; tau])
+BASE_ROWS = ('fx', 'fy', 'fz', 'tx', 'ty', 'tz')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +68,9 @@ class Options:
     friction: bool = False           # identify viscous and Coulomb friction per joint
     payload_link: str | None = None  # identify a payload on this link
     plots: bool = False              # keep decimated series for the plots
+    floating_base: bool = False      # add a floating base to the URDF's root link
+    base_topic: str = BASE_TOPIC     # nav_msgs/Odometry of a floating base
+    contact_topic: str | None = None  # geometry_msgs/WrenchStamped contact wrenches
 
     @property
     def identifying(self):
@@ -76,24 +91,50 @@ class LogResult:
     sums: dict | None = None         # per-joint arrays (see SUMS)
     normal: tuple | None = None      # (A^T A, A^T b, b^T b, rows)
     series: dict | None = None       # decimated t, measured, model, residual (plots)
-    timings: dict | None = None      # s spent filtering and in the dynamics (the benchmark)
+    timings: dict | None = None      # s per stage (STAGES; --profile, the benchmark)
+    base: dict | None = None         # a floating base's sums (see BASE_SUMS)
+    dropped: dict | None = None      # samples and messages left out (logs.DROPPED)
+    contact_links: tuple = ()        # links the contact wrenches acted on
+    size: int = 0                    # bytes of the log's files (the progress line)
 
 
 SUMS = ('n', 'r', 'rr', 'r_max', 'v', 'vv', 'rv')
+#: a floating base's sums, per row of BASE_ROWS: the wrench w the motion needs (inverse
+#: dynamics without the contacts), and what the logged contacts leave of it (e)
+BASE_SUMS = ('n', 'w', 'ww', 'w_max', 'e', 'ee', 'e_max')
 
 
 # ---- one log ------------------------------------------------------------------------------
 _models = {}
 
 
-def model_for(urdf_text):
-    """The fixed-base Model of a URDF text, built once per process (a Dask worker builds it on
-    its first log)."""
-    key = hashlib.sha256(urdf_text.encode()).hexdigest()
+def model_for(urdf_text, floating_base=False):
+    """The Model of a URDF text (with a floating base added to its root link when asked), built
+    once per process (a Dask worker builds it on its first log)."""
+    key = (hashlib.sha256(urdf_text.encode()).hexdigest(), bool(floating_base))
     model = _models.get(key)
     if model is None:
-        model = _models[key] = rbd.Model.from_urdf(urdf_text)
+        model = _models[key] = rbd.Model.from_urdf(urdf_text, floating_base=floating_base)
     return model
+
+
+def base_joint(model):
+    """The model's floating base joint (JointInfo), or None for a fixed base."""
+    floating = [j for j in model.joints if j.type == 'floating' and j.nv]
+    return floating[0] if floating else None
+
+
+def joint_rows(model):
+    """(names, v indices) of the joints JointState carries: every moving joint but a floating
+    base, in the model's order."""
+    names, rows = [], []
+    for name in model.joint_names:
+        info = model.joint[name]
+        if info.type == 'floating':
+            continue
+        names.append(name)
+        rows.append(info.v_index)
+    return names, np.array(rows, dtype=np.int64)
 
 
 def analyze_log(path, urdf_text, options, progress=None):
@@ -101,20 +142,33 @@ def analyze_log(path, urdf_text, options, progress=None):
     reason (never raises for a bad log). A long log is read in segments (logs.SEGMENT
     messages), each overlapping the previous one by two filter start-ups, so memory stays
     bounded and the samples each segment keeps tile the log."""
-    model = model_for(urdf_text)
+    started = time.perf_counter()
+    model = model_for(urdf_text, options.floating_base)
     log = _LogSums(model, options, str(path))
+    timings = log.timings
     try:
+        floating = base_joint(model) is not None
         for piece in read_segments(path, options.topic, options.max_gap, progress,
                                    overlap=lambda period: 2 * _edge(1.0 / period, options),
-                                   segment=logs.SEGMENT):
+                                   segment=logs.SEGMENT,
+                                   base_topic=options.base_topic if floating else None,
+                                   contact_topic=options.contact_topic if floating else None,
+                                   timings=timings, dropped=log.dropped):
             log.add(piece)
-        return log.result()
+        result = log.result()
     except LogError as exc:
-        return LogResult(path=str(path), status='skipped', reason=exc.problem)
+        result = LogResult(path=str(path), status='skipped', reason=exc.problem)
     except MemoryError:
-        return LogResult(path=str(path), status='skipped',
-                         reason=f'out of memory (a segment is {logs.SEGMENT:,} messages: see '
-                                'docs/analysis.md)')
+        result = LogResult(path=str(path), status='skipped',
+                           reason=f'out of memory (a segment is {logs.SEGMENT:,} messages: see '
+                                  'docs/analysis.md)')
+    except (ValueError, FloatingPointError) as exc:      # the dynamics core refused the motion
+        result = LogResult(path=str(path), status='skipped',
+                           reason=f'the model\'s dynamics refused the filtered motion: {exc}')
+    result.timings = timings
+    timings['total'] = time.perf_counter() - started
+    result.size = logs.log_size(path)
+    return result
 
 
 def _edge(rate, options):
@@ -127,127 +181,260 @@ class _LogSums:
 
     def __init__(self, model, options, path):
         self.model, self.options, self.path = model, options, path
-        nv = model.nv
-        self.sums = {k: np.zeros(nv, dtype=np.int64 if k == 'n' else float) for k in SUMS}
+        self.base_joint = base_joint(model)
+        self.joint_names, self.rows = joint_rows(model)
+        self.damping = np.ascontiguousarray(model.damping[self.rows])
+        self.friction = np.ascontiguousarray(model.friction[self.rows])
+        nj = len(self.joint_names)
+        self.sums = {k: np.zeros(nj, dtype=np.int64 if k == 'n' else float) for k in SUMS}
+        self.base = ({k: np.zeros(6, dtype=np.int64 if k == 'n' else float) for k in BASE_SUMS}
+                     if self.base_joint is not None else None)
         self.normal = _empty_normal(model, options)
-        self.payload = (None if options.payload_link is None else
-                        payload_columns(model, options.payload_link))
         self.series = [] if options.plots else None
         self.pieces = 0
         self.end = 0.0
         self.names = self.stamps = None
-        self.timings = {'filter': 0.0, 'dynamics': 0.0}
+        self.timings = dict.fromkeys(STAGES, 0.0)
+        self.dropped = dict.fromkeys(DROPPED, 0)
+        self.contact_links = set()
+        self.kept_end = None
+        self.next_sample = None      # the grid sample the next segment starts keeping at
 
     def add(self, log):
-        from scipy.signal import butter, sosfiltfilt
-
         model, options = self.model, self.options
         first = self.pieces == 0
         self.pieces += 1
         if first:
-            missing = [j for j in model.joint_names if j not in log.names]
+            missing = [j for j in self.joint_names if j not in log.names]
             if missing:
                 raise LogError(log.path, f'joints of the URDF missing from the log: '
                                          f'{", ".join(missing)} (the log has '
                                          f'{", ".join(log.names)})')
             self.names, self.stamps = log.names, log.stamps
-        self.end = float(log.t[-1])
-        columns = [log.names.index(j) for j in model.joint_names]
-        dt = (float(log.t[-1] - log.t[0]) / (log.t.size - 1)) if log.t.size > 1 else math.inf
+        unknown = [name for name in log.contact_links if name not in model.frame_names]
+        if unknown:
+            raise LogError(log.path, f'{options.contact_topic} has wrenches on '
+                                     f'{", ".join(unknown)}, not links of the URDF')
+        columns = [log.names.index(j) for j in self.joint_names]
+        n = log.t.size
+        dt = (float(log.t[-1] - log.t[0]) / (n - 1)) if n > 1 else math.inf
         rate = 1.0 / dt
         if not options.cutoff < 0.5 * rate:
             raise LogError(log.path, f'sampled at {rate:.4g} Hz: the low-pass cut-off '
                                      f'({options.cutoff:g} Hz, --cutoff) must be below half of '
                                      'it')
         edge = _edge(rate, options)
-        if log.t.size < 4 * edge + 30:
+        # the samples this segment keeps, by their number on the log's grid: from where the
+        # segment before stopped (or the filter's start-up at the log's start) to one
+        # start-up before its end; the overlap (two start-ups) makes them tile the log
+        start = log.first_sample + edge if self.next_sample is None else self.next_sample
+        stop = log.first_sample + n - edge
+        if n < 4 * edge + 30:
             if first:
-                raise LogError(log.path, f'{log.t.size} samples ({log.t[-1]:.3g} s): too short '
+                raise LogError(log.path, f'{n} samples ({log.t[-1]:.3g} s): too short '
                                          f'for a {options.cutoff:g} Hz low-pass (at least '
                                          f'{4 * edge + 30} samples)')
-            return      # the log's last few samples: inside its end's filter start-up anyway
+            # the log's last few samples: those not kept by the segment before are left out,
+            # and counted
+            self.dropped['short_tail'] += max(0, stop - start)
+            self.dropped['filter_edges'] += edge
+            self.kept_end = None            # (the segment before's end: in the tail's count)
+            return
+        self.end = float(log.t[-1])
         started = time.perf_counter()
-        sos = butter(4, options.cutoff / (0.5 * rate), output='sos')
-        q = sosfiltfilt(sos, log.position[:, columns], axis=0)
-        if log.velocity is not None:
-            v = sosfiltfilt(sos, log.velocity[:, columns], axis=0)
+        if stop <= start:
+            return
+        # NaN or inf in what the log says (the filter would spread one over its neighbours)
+        for name, values in (('positions', log.position), ('velocities', log.velocity),
+                             ('efforts', log.effort)):
+            if values is not None and not np.isfinite(values[:, columns]).all():
+                raise LogError(log.path, f'NaN or inf in the {name}')
+        for name, values in ((f'base states ({options.base_topic})', log.base),
+                             (f'contact wrenches ({options.contact_topic})', log.contacts)):
+            if values is not None and not np.isfinite(values).all():
+                raise LogError(log.path, f'NaN or inf in the {name}')
+        nq, nv = model.nq, model.nv
+        qj = [model.joint[j].q_index for j in self.joint_names]
+        base = self.base_joint
+        direct = base is None and qj == list(range(nq)) and columns == list(range(nq))
+        if direct:             # the log's columns are the model's coordinates, in its order
+            q = log.position
         else:
-            v = np.gradient(q, dt, axis=0)
-        a = np.gradient(v, dt, axis=0)
+            q = np.empty((n, nq))
+            q[:, qj] = log.position[:, columns]
+            if base is not None:
+                q[:, base.q_index:base.q_index + 7] = log.base[:, :7]
+        q = filters.filtfilt(q, options.cutoff, rate)
+        if base is not None:
+            quat = q[:, base.q_index + 3:base.q_index + 7]
+            quat /= np.linalg.norm(quat, axis=1)[:, None]
+        if log.velocity is not None:
+            if direct:
+                v = log.velocity
+            else:
+                v = np.empty((n, nv))
+                v[:, self.rows] = log.velocity[:, columns]
+                if base is not None:
+                    v[:, base.v_index:base.v_index + 6] = log.base[:, 7:13]
+            v = filters.filtfilt(v, options.cutoff, rate)
+        else:
+            v = np.empty((n, nv))
+            if base is not None:
+                v[:, base.v_index:base.v_index + 6] = filters.filtfilt(
+                    log.base[:, 7:13], options.cutoff, rate)
+            v[:, self.rows] = filters.gradient(q[:, qj], dt)
+        a = filters.gradient(v, dt)
         # the efforts unfiltered: least squares averages their noise out, and a filter would
         # smear the Coulomb friction's step at each reversal into torques no model column has
         # (a 5-15% bias in the identified friction)
-        measured = log.effort[:, columns]
-        keep = slice(edge, log.t.size - edge)
-        q, v, a, measured, t = q[keep], v[keep], a[keep], measured[keep], log.t[keep]
-        for name, values in (('position', q), ('effort', measured)):
-            if not np.all(np.isfinite(values)):
-                raise LogError(log.path, f'NaN or inf in the {name}s')
-        if not (np.all(np.isfinite(v)) and np.all(np.isfinite(a))):
-            raise LogError(log.path, 'NaN or inf in the velocities')
-        filtered = time.perf_counter()
-        self._sums(t, q, v, a, measured)
-        self.timings['filter'] += filtered - started
-        self.timings['dynamics'] += time.perf_counter() - filtered
+        keep = slice(start - log.first_sample, stop - log.first_sample)
+        measured = np.ascontiguousarray(log.effort[keep][:, columns] if not direct else
+                                        log.effort[keep])
+        q, v, a, t = q[keep], v[keep], a[keep], log.t[keep]
+        contacts = None
+        if log.contacts is not None and log.contact_links:
+            contacts = {name: np.ascontiguousarray(log.contacts[keep, k])
+                        for k, name in enumerate(log.contact_links)}
+            self.contact_links.update(log.contact_links)
+        self.timings['filter'] += time.perf_counter() - started
+        self.dropped['filter_edges'] += (edge if first else 0)
+        self.kept_end = edge
+        self.next_sample = stop
+        self._sums(t, q, v, a, measured, contacts)
 
-    def _sums(self, t, q, v, a, measured):
+    def _sums(self, t, q, v, a, measured, contacts):
         model, options, normal = self.model, self.options, self.normal
-        n, nv = q.shape
-        model_torque = np.empty((n, nv))
-        for start in range(0, n, CHUNK):
-            k = slice(start, min(start + CHUNK, n))
-            tau = rbd.inverse_dynamics(model, q[k], v[k], a[k])
-            # what the identification explains: the rigid bodies' torques always; the URDF's
-            # joint friction unless friction is identified (then it is fitted whole)
-            rigid = tau.copy()
-            tau += _joint_friction(model, v[k])
-            model_torque[k] = tau
-            if options.identifying:
-                b = measured[k] - (rigid if options.friction else tau)
-                A = _columns(model, options, q[k], v[k], a[k], self.payload)
-                A, b = A.reshape(-1, A.shape[2]), b.reshape(-1)
-                normal[0] += A.T @ A
-                normal[1] += A.T @ b
-                normal[2] += float(b @ b)
-                normal[3] += b.size
-        r = measured - model_torque
+        n = q.shape[0]
+        rows = self.rows
+        base = self.base_joint
+        timings = self.timings
+        clock = time.perf_counter()
+        # the model's torque: one batched call per segment (numba's threads share its rows)
+        tau = rbd.inverse_dynamics(model, q, v, a, contacts)
+        needed = None
+        if base is not None and contacts is not None:
+            needed = rbd.inverse_dynamics(model, q, v, a)
+        timings['dynamics'] += time.perf_counter() - clock
+        clock = time.perf_counter()
+        every = rows.size == model.nv          # (a fixed base: every row is a joint's)
+        vj = v if every else np.ascontiguousarray(v[:, rows])
+        rigid = tau if every else np.ascontiguousarray(tau[:, rows])
+        # the model's torque (the URDF's joint friction added) and the residual's sums, in one
+        # pass
+        model_torque = np.empty_like(rigid)
+        residual_sums = np.zeros((6, rows.size))
+        kernels.joint_residual_sums(measured, rigid, vj, self.damping, self.friction,
+                                    model_torque, residual_sums)
+        if base is not None:
+            # the base's rows: the wrench w the motion needs (no contacts), and e = what the
+            # logged contacts leave of it (the rows of the call with them)
+            b0 = base.v_index
+            zero = np.zeros((n, 6))
+            w_sums, e_sums = np.zeros((6, 6)), np.zeros((6, 6))
+            kernels.residual_sums(np.ascontiguousarray((tau if needed is None else needed)
+                                                       [:, b0:b0 + 6]), zero, zero, w_sums)
+            if needed is not None:
+                kernels.residual_sums(np.ascontiguousarray(tau[:, b0:b0 + 6]), zero, zero,
+                                      e_sums)
+            s = self.base
+            s['n'] += n
+            s['w'] += w_sums[0]
+            s['ww'] += w_sums[1]
+            s['w_max'] = np.maximum(s['w_max'], w_sums[2])
+            s['e'] += e_sums[0]
+            s['ee'] += e_sums[1]
+            s['e_max'] = np.maximum(s['e_max'], e_sums[2])
         sums = self.sums
         sums['n'] += n
-        sums['r'] += r.sum(0)
-        sums['rr'] += (r * r).sum(0)
-        sums['r_max'] = np.maximum(sums['r_max'], np.abs(r).max(0))
-        sums['v'] += v.sum(0)
-        sums['vv'] += (v * v).sum(0)
-        sums['rv'] += (r * v).sum(0)
+        for i, key in enumerate(('r', 'rr', 'r_max', 'v', 'vv', 'rv')):
+            sums[key] = np.maximum(sums[key], residual_sums[i]) if key == 'r_max' else \
+                sums[key] + residual_sums[i]
+        timings['sums'] += time.perf_counter() - clock
+        if options.identifying:
+            # what the identification explains: the rigid bodies' torques always; the URDF's
+            # joint friction unless friction is identified (then it is fitted whole)
+            b = measured - rigid if options.friction else measured - model_torque
+            clock = time.perf_counter()
+            regressor = other = 0.0
+            for M, g, bb, spent in _normal_equations(model, options, q, v, a, vj, b, rows):
+                normal[0] += M
+                normal[1] += g
+                normal[2] += bb
+                regressor, other = regressor + spent[0], other + spent[1]
+            normal[3] += b.size
+            wall = time.perf_counter() - clock      # (threads: their seconds, as wall time)
+            timings['dynamics'] += wall * regressor / max(regressor + other, 1e-12)
+            timings['sums'] += wall * other / max(regressor + other, 1e-12)
         if self.series is not None:
             step = max(1, n // PLOT_POINTS)
+            r = measured - model_torque
             self.series.append((t[::step], measured[::step], model_torque[::step],
                                 r[::max(1, n // (5 * PLOT_POINTS))]))
 
     def result(self):
-        ignored = tuple(n for n in self.names if n not in self.model.joint_names)
+        ignored = tuple(n for n in self.names if n not in self.joint_names)
         series = None
         if self.series is not None:
             t, measured, model, residual = (np.concatenate(x) for x in zip(*self.series))
             step = max(1, t.size // (4 * PLOT_POINTS))     # a long log: at most 4 segments' worth
             series = {'t': t[::step], 'measured': measured[::step], 'model': model[::step],
                       'residual': residual}
+        if self.kept_end is not None:
+            self.dropped['filter_edges'] += self.kept_end      # the last segment's end
         return LogResult(path=self.path, status='ok', samples=int(self.sums['n'][0]),
                          duration_s=self.end, ignored_joints=ignored, stamps=self.stamps,
                          sums=self.sums,
                          normal=tuple(self.normal) if self.options.identifying else None,
-                         series=series, timings=self.timings)
+                         series=series, timings=self.timings, base=self.base,
+                         dropped=self.dropped, contact_links=tuple(sorted(self.contact_links)))
 
 
-def _joint_friction(model, v):
-    return model.damping * v + model.friction * np.sign(v)
+def _normal_equations(model, options, q, v, a, vj, b, rows):
+    """Per CHUNK of rows, in order: (A^T A (upper triangle), A^T b, b^T b, (s in the
+    regressor, s in the sums)). The chunks run on as many threads as numba has (the regressor
+    and the sums release the GIL); each chunk's sums are its own and are added in chunk order,
+    so the result is the same bits whatever the thread count."""
+    n, nj = b.shape
+    p = len(parameter_names(model, options))
+    friction_rows = (np.arange(nj, dtype=np.int64) if options.friction else
+                     np.full(nj, -1, np.int64))
+    no_payload = np.zeros((1, 1, 10))
+
+    def chunk(start):
+        k = slice(start, min(start + CHUNK, n))
+        clock = time.perf_counter()
+        Y = None
+        if options.payload_link is not None:
+            Y = rbd.inertial_regressor(model, q[k], v[k], a[k], link=options.payload_link)
+            Y = np.ascontiguousarray(Y[:, rows])
+        regressor = time.perf_counter() - clock
+        M, g, bb = np.zeros((p, p)), np.zeros(p), np.zeros(1)
+        kernels.normal_equations(np.ascontiguousarray(b[k]), vj[k], friction_rows,
+                                 no_payload if Y is None else Y, Y is not None, M, g, bb)
+        return M, g, float(bb[0]), (regressor, time.perf_counter() - clock - regressor)
+
+    starts = range(0, n, CHUNK)
+    threads = min(kernels_threads(), len(starts))
+    if threads <= 1:
+        yield from map(chunk, starts)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(threads) as pool:
+        yield from pool.map(chunk, starts)
+
+
+def kernels_threads():
+    """The threads the analysis may use in this process: numba's (NUMBA_NUM_THREADS, or
+    numba.set_num_threads in this thread; 1 in each Dask worker, see cli.py)."""
+    from rbd_ros.dynamics._jit import thread_count
+    return max(1, thread_count())
 
 
 def parameter_names(model, options):
     """The identification's unknowns, in column order."""
     names = []
     if options.friction:
-        for j in model.joint_names:
+        for j in joint_rows(model)[0]:
             names += [f'{j}.viscous', f'{j}.coulomb']
     if options.payload_link is not None:
         names += [f'payload.{p}' for p in ('m', 'mcx', 'mcy', 'mcz', 'ixx', 'ixy', 'iyy', 'ixz',
@@ -260,44 +447,32 @@ def _empty_normal(model, options):
     return [np.zeros((p, p)), np.zeros(p), 0.0, 0]
 
 
-def _columns(model, options, q, v, a, payload):
-    """A (n, nv, p): each sample's rows of the least squares, measured - model = A x."""
-    n, nv = v.shape
-    blocks = []
-    if options.friction:
-        F = np.zeros((n, nv, 2 * nv))
-        j = np.arange(nv)
-        F[:, j, 2 * j] = v
-        F[:, j, 2 * j + 1] = np.sign(v)
-        blocks.append(F)
-    if payload is not None:
-        blocks.append(rbd.inertial_regressor(model, q, v, a, link=options.payload_link))
-    return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=2)
-
-
 # ---- logs together ------------------------------------------------------------------------
 @dataclasses.dataclass
 class Summary:
-    """Every log's status, per-joint residual statistics, and the identified parameters."""
+    """Every log's status, per-joint residual statistics, a floating base's wrench, and the
+    identified parameters."""
 
     model: str
     logs: list
     joints: dict
     friction: dict | None = None     # {joint: {'viscous', 'coulomb', ...}}
     payload: dict | None = None
+    base: dict | None = None         # a floating base's rows (see combine)
 
 
 def combine(model, results, options):
     """The summary of the logs' results (in the given order: the sums are added in it, so the
     same logs give the same numbers wherever they ran)."""
     ok = [r for r in results if r.status == 'ok']
-    nv = model.nv
-    total = {k: np.zeros(nv, dtype=np.int64 if k == 'n' else float) for k in SUMS}
+    names, _ = joint_rows(model)
+    nj = len(names)
+    total = {k: np.zeros(nj, dtype=np.int64 if k == 'n' else float) for k in SUMS}
     for r in ok:
         for k in SUMS:
             total[k] = np.maximum(total[k], r.sums[k]) if k == 'r_max' else total[k] + r.sums[k]
     joints = {}
-    for j, name in enumerate(model.joint_names):
+    for j, name in enumerate(names):
         n = int(total['n'][j])
         if n == 0:
             joints[name] = {'samples': 0}
@@ -314,18 +489,49 @@ def combine(model, results, options):
                         'velocity_correlation': None if corr is None else
                         float(min(1.0, max(-1.0, corr)))}
     summary = Summary(model=model.name, logs=[_log_entry(r) for r in results], joints=joints)
+    if base_joint(model) is not None:
+        summary.base = _base_entry(model, options, ok)
     if ok and options.identifying:
         normal = _empty_normal(model, options)
         for r in ok:
             for i in range(4):
                 normal[i] += r.normal[i]
+        M = normal[0]
+        normal[0] = np.triu(M) + np.triu(M, 1).T      # the kernels fill the upper triangle
         _identify(model, options, normal, summary)
     return summary
+
+
+def _base_entry(model, options, ok):
+    """A floating base's six rows over the logs: the external wrench the motion needs (at the
+    base's origin, in its frame: inverse dynamics' base rows without the contacts), and, when
+    contact wrenches were logged, what they leave of it."""
+    total = {k: np.zeros(6, dtype=np.int64 if k == 'n' else float) for k in BASE_SUMS}
+    contacts = sorted({link for r in ok for link in r.contact_links})
+    for r in ok:
+        for k in BASE_SUMS:
+            total[k] = (np.maximum(total[k], r.base[k]) if k.endswith('_max') else
+                        total[k] + r.base[k])
+    n = int(total['n'][0])
+    entry = {'link': base_joint(model).child, 'rows': list(BASE_ROWS), 'samples': n,
+             'contact_links': contacts}
+    if n == 0:
+        return entry
+    entry.update(wrench_mean=[float(x) for x in total['w'] / n],
+                 wrench_rms=[float(x) for x in np.sqrt(total['ww'] / n)],
+                 wrench_max=[float(x) for x in total['w_max']])
+    if options.contact_topic and contacts:
+        entry.update(residual_mean=[float(x) for x in total['e'] / n],
+                     residual_rms=[float(x) for x in np.sqrt(total['ee'] / n)],
+                     residual_max=[float(x) for x in total['e_max']])
+    return entry
 
 
 def _log_entry(r):
     entry = {'path': r.path, 'status': r.status, 'reason': r.reason, 'samples': r.samples,
              'duration_s': r.duration_s}
+    if r.status == 'ok':
+        entry['dropped'] = dict(r.dropped)
     if r.ignored_joints:
         entry['ignored_joints'] = list(r.ignored_joints)
     return entry
@@ -336,7 +542,8 @@ def _identify(model, options, normal, summary):
     determine (a joint that never moved; a payload's inertia from slow or too little motion)
     are left out of the solve and reported as such."""
     M = normal[0]
-    nf = 2 * model.nv if options.friction else 0
+    names, _ = joint_rows(model)
+    nf = 2 * len(names) if options.friction else 0
     # a joint's two friction columns, when it moved both ways at more than one speed
     friction = [i for j in range(nf // 2) if _determined(M, [2 * j, 2 * j + 1])
                 for i in (2 * j, 2 * j + 1)]
@@ -369,7 +576,7 @@ def _identify(model, options, normal, summary):
         x, std = _solve(normal, chosen)
     if options.friction:
         summary.friction = {}
-        for j, name in enumerate(model.joint_names):
+        for j, name in enumerate(names):
             i = 2 * j
             if i in chosen and i + 1 in chosen:
                 summary.friction[name] = {'viscous': float(x[i]), 'coulomb': float(x[i + 1]),

@@ -13,10 +13,11 @@ def write_plots(directory, model, results):
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
+    from .compute import joint_rows
     os.makedirs(directory, exist_ok=True)
     ok = [r for r in results if r.status == 'ok' and r.series is not None]
     written = []
-    for j, name in enumerate(model.joint_names):
+    for j, name in enumerate(joint_rows(model)[0]):
         fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6.5),
                                           gridspec_kw={'height_ratios': [3, 2]})
         offset = 0.0
@@ -24,7 +25,7 @@ def write_plots(directory, model, results):
             s = r.series
             t = s['t'] - s['t'][0] + offset
             top.plot(t, s['measured'][:, j], color='C0', lw=0.8,
-                     label='measured (filtered)' if k == 0 else None)
+                     label='measured' if k == 0 else None)
             top.plot(t, s['model'][:, j], color='C1', lw=0.8, label='model' if k == 0 else None)
             if k:
                 top.axvline(offset, color='0.8', lw=0.5)

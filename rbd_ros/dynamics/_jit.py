@@ -22,6 +22,15 @@ except ImportError:  # pragma: no cover - exercised by the no-JIT test in a subp
 
 JIT_ENABLED = _numba is not None and os.environ.get('NUMBA_DISABLE_JIT', '') in ('', '0')
 
+# Batches run on numba's threads. Where TBB is not installed numba's default is GNU OpenMP,
+# which aborts any process that forks after using it ("fork() called from a process already
+# using GNU OpenMP"): a user's multiprocessing.Pool after one batched call killed every
+# worker. Unless the user chose a layer (NUMBA_THREADING_LAYER), a fork-safe one: TBB when
+# installed, else numba's own workqueue (api.py already keeps batch calls from entering it
+# from two threads at once, which workqueue does not allow).
+if _numba is not None and not os.environ.get('NUMBA_THREADING_LAYER'):
+    _numba.config.THREADING_LAYER = 'forksafe'
+
 #: the packages whose kernels are cached: a kernel calls helpers of other files, but numba keys
 #: its cache on the kernel's own file only
 KERNEL_PACKAGES = ('dynamics', 'simulation')

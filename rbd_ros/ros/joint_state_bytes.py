@@ -159,6 +159,13 @@ class JointStateDecoder:
             arrays=tuple(arrays), stamp=struct.Struct(e + 'iI'), dtype=np.dtype(e + 'f8'))
 
 
+def joint_state_layout(data: bytes) -> '_JointStateLayout':
+    """Where the stamp, names and arrays of this serialized JointState are, and which bytes fix
+    that layout (the offline analysis reads a log's messages of one layout with a compiled
+    loop, rbd_ros/analysis/decode.py). Rejected (malformed) as ``JointStateDecoder.decode``."""
+    return JointStateDecoder._parse(data)
+
+
 def _bytes_of(value: int, length: int) -> np.ndarray:
     return np.frombuffer(value.to_bytes(length, 'little'), np.uint8)
 
