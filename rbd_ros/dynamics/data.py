@@ -16,11 +16,13 @@ from . import layout as L
 
 class Data:
     """Workspace arrays of one model (shapes in layout.py): ``ws`` (one row per body, then the
-    scratch row), ``dof_ws`` (one row per degree of freedom), zero arguments (no external
-    wrench, zero acceleration), and ``handle``, the addresses the compiled entry points read them from. Use a Data from one
-    thread at a time."""
+    scratch row), ``dof_ws`` (one row per degree of freedom), ``dof_vectors`` (scratch vectors
+    of one number per degree of freedom), zero arguments (no external wrench, zero
+    acceleration), and ``handle``, the addresses the compiled entry points read them from. Use
+    a Data from one thread at a time."""
 
-    __slots__ = ('model', 'ws', 'dof_ws', 'zero_fext', 'zero_v', 'handle', '_dof_parent')
+    __slots__ = ('model', 'ws', 'dof_ws', 'dof_vectors', 'zero_fext', 'zero_v', 'handle',
+                 '_dof_parent')
 
     def __init__(self, model):
         nb = model.body_int.shape[0]
@@ -29,6 +31,7 @@ class Data:
         self.ws = np.zeros((nb + 1) * L.WS_COLS)
         self.ws[L.O:L.O + 9] = np.eye(3).ravel()     # the world's placement: never written
         self.dof_ws = np.zeros(ndof * L.DOF_WS_COLS)
+        self.dof_vectors = np.zeros(L.DOF_VECTORS * ndof)
         self.zero_fext = np.zeros((nb, 6))           # read by the kernels, never written
         self.zero_v = np.zeros(model.nv)             # (nonlinear_effects: a = 0)
         self._dof_parent = np.full(ndof, -1, dtype=np.int64)
@@ -43,6 +46,7 @@ class Data:
         handle[L.H_NDOF] = ndof
         handle[L.H_DOF_PARENT] = self._dof_parent.ctypes.data
         handle[L.H_ZERO_FEXT] = self.zero_fext.ctypes.data
+        handle[L.H_DOF_VECTORS] = self.dof_vectors.ctypes.data
         self.handle = handle
 
     def __repr__(self):

@@ -58,11 +58,17 @@ def warm_up(verbose=True):
                 api.centroidal_momentum(model, args[0], args[1])
                 api.centroidal_momentum_matrix(model, args[0])
                 api.inertial_regressor(model, args[0], args[1], args[1])
+                api.inverse_dynamics_derivatives(model, args[0], args[1], args[1], f_ext)
+                api.inverse_dynamics_derivatives(model, args[0], args[1], args[1])
+                api.forward_dynamics_derivatives(model, args[0], args[1], args[1], f_ext)
+                api.forward_dynamics_derivatives(model, args[0], args[1], args[1])
+                api.gravity_torques_derivatives(model, args[0])
             api.frame_poses(model, q)
             for ref in api.REFERENCES:
                 api.frame_velocity(model, q, v, 'tool', ref)
                 api.frame_acceleration(model, q, v, v, 'tool', ref)
                 api.frame_jacobian(model, q, 'tool', ref)
+                api.frame_velocity_derivatives(model, q, v, 'tool', ref)
     elapsed = time.perf_counter() - start
     if verbose:
         print(f'rbd_ros.dynamics kernels ready in {elapsed:.1f} s')
@@ -75,23 +81,28 @@ def warm_up(verbose=True):
 GROUPS = (
     (('aba_entry', 'aba_fext_entry', 'crba_entry', 'integrate_entry', 'frame_placements_entry',
       'regressor_entry', 'difference_entry', 'interpolate_entry',
-      'centroidal_momentum_matrix_entry'),
+      'centroidal_momentum_matrix_entry', 'aba_derivatives_entry',
+      'frame_velocity_derivatives_entry'),
      lambda model, Q, V, f_ext: (api.forward_dynamics(model, Q, V, V),
                                  api.inertial_regressor(model, Q, V, V),
                                  api.forward_dynamics(model, Q, V, V, f_ext),
                                  api.mass_matrix(model, Q), api.integrate(model, Q, V, 0.01),
                                  api.difference(model, Q, Q), api.interpolate(model, Q, Q, 0.5),
-                                 api.centroidal_momentum_matrix(model, Q))),
+                                 api.centroidal_momentum_matrix(model, Q),
+                                 api.forward_dynamics_derivatives(model, Q, V, V))),
     (('rnea_entry', 'rnea_fext_entry', 'gravity_entry', 'coriolis_entry', 'frame_motion_entry',
       'frame_jacobian_entry', 'center_of_mass_entry', 'kinetic_energy_entry',
-      'potential_energy_entry', 'center_of_mass_jacobian_entry', 'centroidal_momentum_entry'),
+      'potential_energy_entry', 'center_of_mass_jacobian_entry', 'centroidal_momentum_entry',
+      'rnea_derivatives_entry', 'gravity_derivatives_entry'),
      lambda model, Q, V, f_ext: (api.inverse_dynamics(model, Q, V, V),
                                  api.inverse_dynamics(model, Q, V, V, f_ext),
                                  api.gravity_torques(model, Q), api.coriolis_matrix(model, Q, V),
                                  api.center_of_mass(model, Q), api.kinetic_energy(model, Q, V),
                                  api.potential_energy(model, Q),
                                  api.center_of_mass_jacobian(model, Q),
-                                 api.centroidal_momentum(model, Q, V))),
+                                 api.centroidal_momentum(model, Q, V),
+                                 api.inverse_dynamics_derivatives(model, Q, V, V),
+                                 api.gravity_torques_derivatives(model, Q))),
 )
 
 
