@@ -34,8 +34,11 @@ def test_dynamics_bench_smoke():
     assert ['function', 'robot', 'rbd_ros k/s', 'Pinocchio loop k/s', 'speed-up'] in rows
     names = {row[0] for row in rows}
     for function in ('inverse_dynamics', 'gravity_torques', 'mass_matrix', 'forward_dynamics',
-                     'frame_poses', 'frame_poses, new result'):
+                     'frame_poses', 'frame_poses, new result', 'inverse_dynamics_derivatives',
+                     'forward_dynamics_derivatives', 'gravity_torques_derivatives'):
         assert function in names, result.stdout
+    robots = {row[1] for row in rows if row[0] == 'forward_dynamics_derivatives'}
+    assert 'Talos (nv 38, floating)' in robots, result.stdout
 
 
 def test_sim_bench_smoke():
