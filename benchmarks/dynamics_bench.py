@@ -204,7 +204,8 @@ def run_derivatives(pin, seconds, smoke, out):
         pd = pm.createData()
         layout = rbd.PinocchioLayout(model)
         rng = np.random.default_rng(0)
-        q, v, a = model.random_configuration(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+        q, v, a = (model.random_configuration(rng), rng.normal(size=model.nv),
+                   rng.normal(size=model.nv))
         qp, vp, ap = layout.q_to_pinocchio(q), layout.v_to_pinocchio(v), layout.v_to_pinocchio(a)
         # the two sides of a row must agree, or the row compares nothing
         ours = rbd.forward_dynamics_derivatives(model, q, v, a)[0]
@@ -213,9 +214,11 @@ def run_derivatives(pin, seconds, smoke, out):
             raise RuntimeError(f'{label}: Pinocchio and rbd_ros ABA derivatives differ by '
                                f'{np.abs(ours - theirs).max():.3g}')
         cases = [
-            ('inverse_dynamics_derivatives', lambda: rbd.inverse_dynamics_derivatives(model, q, v, a),
+            ('inverse_dynamics_derivatives',
+             lambda: rbd.inverse_dynamics_derivatives(model, q, v, a),
              lambda: pin.computeRNEADerivatives(pm, pd, qp, vp, ap)),
-            ('forward_dynamics_derivatives', lambda: rbd.forward_dynamics_derivatives(model, q, v, a),
+            ('forward_dynamics_derivatives',
+             lambda: rbd.forward_dynamics_derivatives(model, q, v, a),
              lambda: pin.computeABADerivatives(pm, pd, qp, vp, ap)),
             ('gravity_torques_derivatives', lambda: rbd.gravity_torques_derivatives(model, q),
              lambda: pin.computeGeneralizedGravityDerivatives(pm, pd, qp)),
@@ -226,25 +229,30 @@ def run_derivatives(pin, seconds, smoke, out):
             out(f'| {name} | {label} | {t_ours:.2f} | {t_pin:.2f} | {t_ours / t_pin:.2f} |')
         Q = np.stack([model.random_configuration(rng) for _ in range(batch)])
         V, A = rng.normal(size=(batch, model.nv)), rng.normal(size=(batch, model.nv))
-        P = [(layout.q_to_pinocchio(Q[n]), layout.v_to_pinocchio(V[n]), layout.v_to_pinocchio(A[n]))
-             for n in range(batch)]
+        P = [(layout.q_to_pinocchio(Q[n]), layout.v_to_pinocchio(V[n]),
+              layout.v_to_pinocchio(A[n])) for n in range(batch)]
         batched = [
-            ('inverse_dynamics_derivatives', lambda: rbd.inverse_dynamics_derivatives(model, Q, V, A),
-             lambda: [tuple(x.copy() for x in pin.computeRNEADerivatives(pm, pd, *s)) for s in P]),
-            ('forward_dynamics_derivatives', lambda: rbd.forward_dynamics_derivatives(model, Q, V, A),
-             lambda: [tuple(x.copy() for x in pin.computeABADerivatives(pm, pd, *s)) for s in P]),
+            ('inverse_dynamics_derivatives',
+             lambda: rbd.inverse_dynamics_derivatives(model, Q, V, A),
+             lambda: [tuple(x.copy() for x in pin.computeRNEADerivatives(pm, pd, *s))
+                      for s in P]),
+            ('forward_dynamics_derivatives',
+             lambda: rbd.forward_dynamics_derivatives(model, Q, V, A),
+             lambda: [tuple(x.copy() for x in pin.computeABADerivatives(pm, pd, *s))
+                      for s in P]),
         ]
         for name, mine, pinocchio in batched:
             t_ours, t_pin = (t / batch for t in side_by_side_us([mine, pinocchio], 2 * seconds))
             batch_rows.append((name, label, t_ours, t_pin))
     out('')
-    out(f'Analytical derivatives batched, N = {batch} states per call (thousand states/s; the '
-        'Pinocchio loop copies each result):')
+    out(f'Analytical derivatives batched, N = {batch} states per call (thousand states/s; '
+        'the Pinocchio loop copies each result):')
     out('')
     out('| function | robot | rbd_ros k/s | Pinocchio loop k/s | speed-up |')
     out('|---|---|---:|---:|---:|')
     for name, label, t_ours, t_pin in batch_rows:
-        out(f'| {name} | {label} | {1e3 / t_ours:.1f} | {1e3 / t_pin:.1f} | {t_pin / t_ours:.2f} |')
+        out(f'| {name} | {label} | {1e3 / t_ours:.1f} | {1e3 / t_pin:.1f} | '
+            f'{t_pin / t_ours:.2f} |')
     return rows, batch_rows
 
 

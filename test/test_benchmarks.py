@@ -102,3 +102,13 @@ def test_analyze_bench_smoke():
         assert len(shares) == 4 and abs(sum(shares) - 100) <= 3, result.stdout
     assert 'rbd_ros batched (one call)' in rows and 'Pinocchio rnea in a Python loop' in rows
     assert rows['1'][2] == '1.00x' and rows['2'][2].endswith('x'), result.stdout
+
+
+def test_implicit_bench_smoke():
+    """The experiment behind docs/core.md's "Where else they would pay": every system, dt and
+    scheme has a row."""
+    result = run_smoke('benchmarks.implicit_bench')
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = table_rows(result.stdout)[2:]
+    assert len(rows) == 3 * 2 * 3, result.stdout
+    assert {row[2] for row in rows} == {'semi-implicit Euler', 'implicit (dh/dv)', 'RK4'}

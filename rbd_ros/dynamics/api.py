@@ -195,8 +195,8 @@ def inverse_dynamics_derivatives(model, q, v, a, f_ext=None, data=None):
     their links. (N, nv, nv) each for N states."""
     if f_ext is None and model.direct:
         d = model._thread.data if data is None else workspace(model, data)
-        dq, dv, M = _empty((model.nv, model.nv)), _empty((model.nv, model.nv)), \
-            _empty((model.nv, model.nv))
+        shape = (model.nv, model.nv)
+        dq, dv, M = _empty(shape), _empty(shape), _empty(shape)
         if not _direct(rnea_derivatives_entry, d.handle, q, v, a, d.zero_fext, dq, dv, M):
             return dq, dv, M
     q, v, a = arrays(model, q=q, v=v, a=a)
@@ -224,8 +224,8 @@ def forward_dynamics_derivatives(model, q, v, tau, f_ext=None, data=None):
     a = qdd, M^-1 from M's branch-induced factorisation. (N, nv, nv) each for N states."""
     if f_ext is None and model.direct:
         d = model._thread.data if data is None else workspace(model, data)
-        dq, dv, Minv = _empty((model.nv, model.nv)), _empty((model.nv, model.nv)), \
-            _empty((model.nv, model.nv))
+        shape = (model.nv, model.nv)
+        dq, dv, Minv = _empty(shape), _empty(shape), _empty(shape)
         if not _direct(aba_derivatives_entry, d.handle, q, v, tau, d.zero_fext, dq, dv, Minv):
             return dq, dv, Minv
     q, v, tau = arrays(model, q=q, v=v, tau=tau)

@@ -37,14 +37,14 @@ pass gives (dtau/da = M).
 from ._jit import borrow, inline_kernel, kernel
 from .aba import aba
 from .checks import BAD_SHAPE, OK, SINGULAR, configuration_status, dynamics_status, state_status
-from .joints import body_transform, motion_subspace_column
-from .kinematics import frame_world_placement
+from .joints import motion_subspace_column
+from .kinematics import body_placements, frame_world_placement
 from .layout import (ARMATURE, BODY_FLOAT_COLS, DER_A, DER_DAQ, DER_DAV, DER_DV, DER_DY, DER_F,
                      DER_FA, DER_FQ, DER_FV, DER_J, DER_V, DER_Y, DOF_WS_COLS, GRAVITY, INERTIA,
-                     JTYPE, LI, NV_SUBTREE, NVJ, O, PARENT, QIDX, REFERENCE_LOCAL,
+                     JTYPE, NV_SUBTREE, NVJ, O, PARENT, REFERENCE_LOCAL,
                      REFERENCE_WORLD, SCRATCH_FORCE, SCRATCH_MOTION, SCRATCH_MOTION_2, SCRATCH_X,
                      VEC_COLUMN, VEC_D_INV, VEC_QDD, VIDX, WS_COLS)
-from .spatial import (add_force_cross, add_inertia_to_parent, add_motion_cross, compose, dot6,
+from .spatial import (add_force_cross, add_inertia_to_parent, add_motion_cross, dot6,
                       force_to_parent, inertia_times_motion, motion_cross, motion_to_child,
                       motion_to_parent)
 from .spd import ltdl_factor_at, ltdl_inverse_at
@@ -115,18 +115,13 @@ def add_to_parent(ws, w, p, first, count):
 
 
 @inline_kernel
-def place_and_columns(body_int, body_float, ws, dof_ws, q, i, s, placed):
-    """Body i's liMi (LI; unless ``placed``: ABA just left it there) and oMi = oM_p liMi (O),
-    and the world column J = oMi S of each of its dofs (dof_ws, DER_J). s: the scratch row's
-    offset."""
-    jtype, vi, w = body_int[i, JTYPE], body_int[i, VIDX], i * WS_COLS
-    if not placed:
-        body_transform(body_float, i, jtype, q, body_int[i, QIDX], ws, s)
-    compose(ws, body_int[i, PARENT] * WS_COLS + O, ws, w + LI, ws, w + O)
+def world_columns(body_int, body_float, ws, dof_ws, i, S):
+    """The world column J = oMi S of each dof of body i (dof_ws, DER_J), after
+    body_placements; S: 6 numbers of scratch in ws."""
+    jtype, vi = body_int[i, JTYPE], body_int[i, VIDX]
     for k in range(body_int[i, NVJ]):
-        motion_subspace_column(jtype, body_float, i * BODY_FLOAT_COLS, k, ws, s + SCRATCH_MOTION)
-        motion_to_parent(ws, w + O, ws, s + SCRATCH_MOTION, dof_ws,
-                         (vi + k) * DOF_WS_COLS + DER_J)
+        motion_subspace_column(jtype, body_float, i * BODY_FLOAT_COLS, k, ws, S)
+        motion_to_parent(ws, i * WS_COLS + O, ws, S, dof_ws, (vi + k) * DOF_WS_COLS + DER_J)
 
 
 @inline_kernel
@@ -141,11 +136,9 @@ def world_inertia(body_float, ws, i):
 # ---- inverse dynamics ---------------------------------------------------------------------------
 @kernel
 def rnea_derivatives(body_int, body_float, ws, dof_ws, dof_parent, q, v, a, f_ext, dtau_dq,
-                     dtau_dv, M, after_aba):
+                     dtau_dv, M):
     """dtau/dq, dtau/dv and dtau/da = M of tau = ID(q, v, a, f_ext) (f_ext[i]: the wrench on
-    body i, body coordinates). ``after_aba``: ABA has just placed the bodies (LI) at this q,
-    and dtau/dq and dtau/dv are written transposed (what forward dynamics' products read).
-    OK or a status code (checks)."""
+    body i, body coordinates). OK or a status code (checks)."""
     status = dynamics_status(body_int, q, v, a, f_ext)
     if status != OK:
         return status
@@ -154,10 +147,10 @@ def rnea_derivatives(body_int, body_float, ws, dof_ws, dof_parent, q, v, a, f_ex
         return BAD_SHAPE
     a, f_ext = borrow(a), borrow(f_ext)
     s = nb * WS_COLS
-    jv = s + SCRATCH_FORCE                               # (J v of a joint, then momentum h)
+    S, jv = s + SCRATCH_MOTION, s + SCRATCH_FORCE      # (jv: J v of a joint, then momentum h)
     fext, Dq, Dv, H = (f_ext.reshape(f_ext.size), dtau_dq.reshape(n * n),
                        dtau_dv.reshape(n * n), M.reshape(n * n))
-    rs, cs = (1, n) if after_aba else (n, 1)            # where entry (r, c) of Dq, Dv lies
+    body_placements(body_int, body_float, ws, q)                       # liMi, oMi
     for k in range(n * n):
         Dq[k] = 0.0
         Dv[k] = 0.0
@@ -170,7 +163,7 @@ def rnea_derivatives(body_int, body_float, ws, dof_ws, dof_parent, q, v, a, f_ex
     for i in range(1, nb):                                             # forward pass
         vi, nvj, p, w = body_int[i, VIDX], body_int[i, NVJ], body_int[i, PARENT], i * WS_COLS
         v_i, a_i, v_p, a_p = w + DER_V, w + DER_A, p * WS_COLS + DER_V, p * WS_COLS + DER_A
-        place_and_columns(body_int, body_float, ws, dof_ws, q, i, s, after_aba)   # oMi, J
+        world_columns(body_int, body_float, ws, dof_ws, i, S)              # J = oMi S
         for c in range(6):
             ws[jv + c] = 0.0
             ws[a_i + c] = ws[a_p + c]
@@ -215,8 +208,8 @@ def rnea_derivatives(body_int, body_float, ws, dof_ws, dof_parent, q, v, a, f_ex
                 e = c * DOF_WS_COLS
                 H[r * n + c] = dot6(dof_ws, J, dof_ws, e + DER_FA)
                 H[c * n + r] = H[r * n + c]
-                Dq[r * rs + c * cs] = dot6(dof_ws, J, dof_ws, e + DER_FQ)
-                Dv[r * rs + c * cs] = dot6(dof_ws, J, dof_ws, e + DER_FV)
+                Dq[r * n + c] = dot6(dof_ws, J, dof_ws, e + DER_FQ)
+                Dv[r * n + c] = dot6(dof_ws, J, dof_ws, e + DER_FV)
             H[r * n + r] += body_float[i * BODY_FLOAT_COLS + ARMATURE + k]
         for k in range(nvj):
             r = vi + k
@@ -226,11 +219,11 @@ def rnea_derivatives(body_int, body_float, ws, dof_ws, dof_parent, q, v, a, f_ex
             c = dof_parent[vi]
             while c >= 0:                                      # row r, columns above
                 e = c * DOF_WS_COLS
-                Dq[r * rs + c * cs] = (dot6(dof_ws, d + DER_FA, dof_ws, e + DER_DAQ)
+                Dq[r * n + c] = (dot6(dof_ws, d + DER_FA, dof_ws, e + DER_DAQ)
                                        + g0 * dof_ws[e + DER_DV + 3]
                                        + g1 * dof_ws[e + DER_DV + 4]
                                        + g2 * dof_ws[e + DER_DV + 5])
-                Dv[r * rs + c * cs] = (dot6(dof_ws, d + DER_FA, dof_ws, e + DER_DAV)
+                Dv[r * n + c] = (dot6(dof_ws, d + DER_FA, dof_ws, e + DER_DAV)
                                        + g0 * dof_ws[e + DER_J + 3] + g1 * dof_ws[e + DER_J + 4]
                                        + g2 * dof_ws[e + DER_J + 5])
                 c = dof_parent[c]
@@ -252,8 +245,9 @@ def gravity_derivatives(body_int, body_float, ws, dof_ws, dof_parent, q, dg_dq):
     nb, n = body_int.shape[0], body_int[0, NVJ]
     if dg_dq.shape != (n, n):
         return BAD_SHAPE
-    s = nb * WS_COLS
+    S = nb * WS_COLS + SCRATCH_MOTION
     G = dg_dq.reshape(n * n)
+    body_placements(body_int, body_float, ws, q)                       # liMi, oMi
     for k in range(n * n):
         G[k] = 0.0
     for k in range(3):                                   # a_0 = -g
@@ -261,7 +255,7 @@ def gravity_derivatives(body_int, body_float, ws, dof_ws, dof_parent, q, dg_dq):
         ws[DER_A + 3 + k] = 0.0
     for i in range(1, nb):                                             # forward pass
         vi, w = body_int[i, VIDX], i * WS_COLS
-        place_and_columns(body_int, body_float, ws, dof_ws, q, i, s, False)   # oMi, J = oMi S
+        world_columns(body_int, body_float, ws, dof_ws, i, S)              # J = oMi S
         for k in range(body_int[i, NVJ]):
             d = (vi + k) * DOF_WS_COLS
             motion_cross(ws, DER_A, dof_ws, d + DER_J, dof_ws, d + DER_DAQ)   # dA/dq
@@ -298,32 +292,29 @@ def gravity_derivatives(body_int, body_float, ws, dof_ws, dof_parent, q, dg_dq):
 
 # ---- forward dynamics ---------------------------------------------------------------------------
 @inline_kernel
-def minus_times_transposed(X, S, n, t):
-    """X (n x n, flat) holds B^T; afterwards it holds -S B for the symmetric S (flat). Row c
-    of -(S B)^T is -sum_k B[k, c] S[k, :]: rows of S, contiguous, skipping B's zeros (its
-    branch-induced pattern); then X is transposed in place. t: n numbers of scratch."""
+def minus_times(X, S, n, y):
+    """X (n x n, flat) <- -S X for the symmetric S (flat), column by column (column c of S X
+    needs only column c of X): y = -sum_k X[k, c] S[k, :], rows of S (contiguous), skipping
+    X's zeros (its branch-induced pattern). y: n numbers of scratch."""
     for c in range(n):
-        row = c * n
+        for r in range(n):
+            y[r] = 0.0
         for k in range(n):
-            t[k] = X[row + k]
-            X[row + k] = 0.0
-        for k in range(n):
-            b = t[k]
+            b = X[k * n + c]
             if b != 0.0:
                 for r in range(n):
-                    X[row + r] -= b * S[k * n + r]
-    for r in range(n):
-        for c in range(r):
-            X[r * n + c], X[c * n + r] = X[c * n + r], X[r * n + c]
+                    y[r] -= b * S[k * n + r]
+        for r in range(n):
+            X[r * n + c] = y[r]
 
 
 @kernel
 def aba_derivatives(body_int, body_float, ws, dof_ws, dof_parent, vectors, q, v, tau, f_ext,
                     dqdd_dq, dqdd_dv, Minv):
     """dqdd/dq, dqdd/dv and dqdd/dtau = M^-1 of qdd = FD(q, v, tau, f_ext): ABA gives qdd,
-    the RNEA derivatives at a = qdd give dtau/dq, dtau/dv (transposed, into the outputs) and
-    M (into Minv), factored and inverted in place, then dqdd/dx = -M^-1 dtau/dx. ``vectors``:
-    the dof vectors (layout.VEC_*). OK or a status code."""
+    the RNEA derivatives at a = qdd give dtau/dq, dtau/dv (into the outputs) and M (into
+    Minv), factored and inverted in place, then dqdd/dx = -M^-1 dtau/dx in place.
+    ``vectors``: the dof vectors (layout.VEC_*). OK or a status code."""
     n = body_int[0, NVJ]
     if vectors.shape[0] < 3 * n:
         return BAD_SHAPE
@@ -332,15 +323,15 @@ def aba_derivatives(body_int, body_float, ws, dof_ws, dof_parent, vectors, q, v,
     if status != OK:
         return status
     status = rnea_derivatives(body_int, body_float, ws, dof_ws, dof_parent, q, v, qdd, f_ext,
-                              dqdd_dq, dqdd_dv, Minv, True)
+                              dqdd_dq, dqdd_dv, Minv)
     if status != OK:
         return status
     H, column = Minv.reshape(n * n), vectors[VEC_COLUMN * n:(VEC_COLUMN + 1) * n]
     if not ltdl_factor_at(H, 0, n, dof_parent, n):                     # M = L^T D L
         return SINGULAR
     ltdl_inverse_at(H, 0, n, dof_parent, n, column, vectors[VEC_D_INV * n:(VEC_D_INV + 1) * n])
-    minus_times_transposed(dqdd_dq.reshape(n * n), H, n, column)      # -M^-1 dtau/dq
-    minus_times_transposed(dqdd_dv.reshape(n * n), H, n, column)      # -M^-1 dtau/dv
+    minus_times(dqdd_dq.reshape(n * n), H, n, column)                 # -M^-1 dtau/dq
+    minus_times(dqdd_dv.reshape(n * n), H, n, column)                 # -M^-1 dtau/dv
     return OK
 
 
@@ -360,12 +351,11 @@ def frame_velocity_derivatives(body_int, body_float, ws, q, v, frame, reference,
         return BAD_SHAPE
     s = nb * WS_COLS
     S, col, dV, X = s + SCRATCH_MOTION, s + SCRATCH_MOTION_2, s + SCRATCH_FORCE, s + SCRATCH_X
+    body_placements(body_int, body_float, ws, q)                       # liMi, oMi
     for k in range(6):                                                 # v_0 = 0
         ws[DER_V + k] = 0.0
     for i in range(1, nb):                                             # world twists
         jtype, vi, w = body_int[i, JTYPE], body_int[i, VIDX], i * WS_COLS
-        body_transform(body_float, i, jtype, q, body_int[i, QIDX], ws, s)
-        compose(ws, body_int[i, PARENT] * WS_COLS + O, ws, w + LI, ws, w + O)
         for c in range(6):
             ws[w + DER_V + c] = ws[body_int[i, PARENT] * WS_COLS + DER_V + c]
         for k in range(body_int[i, NVJ]):

@@ -193,7 +193,7 @@ def rnea_derivatives_entry(h, q, v, a, f_ext, dtau_dq, dtau_dv, M):
     dof_ws, dof_parent = dof_tables(h)
     return rnea_derivatives(body_int, body_float, ws, dof_ws, dof_parent, borrow(q), borrow(v),
                             borrow(a), borrow(f_ext), borrow(dtau_dq), borrow(dtau_dv),
-                            borrow(M), False)
+                            borrow(M))
 
 
 @kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, MATRIX, MATRIX, MATRIX, MATRIX))
@@ -307,7 +307,7 @@ def rnea_derivatives_batch(h, Q, V, A, F_EXT, DQ, DV, M, threads):
         for n in chunk_rows(c, chunks, rows):
             f = f_ext[0] if f_ext.shape[0] == 1 else f_ext[n]
             status = rnea_derivatives(body_int, body_float, w, dw, dof_parent, q[n], v[n], a[n],
-                                      f, dq[n], dv[n], m[n], False)
+                                      f, dq[n], dv[n], m[n])
             if status != OK:
                 statuses[c] = n * STATUS_STRIDE + status
                 break

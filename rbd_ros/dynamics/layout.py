@@ -7,7 +7,8 @@ body rows in ``body_float``, so frame kernels need no extra argument.
 
 A workspace (``Data``, like Pinocchio's Data or MuJoCo's mjData) is one float array ``ws`` with a
 row per body plus one scratch row after them, one array ``dof_ws`` with a row per degree of
-freedom, and ``dof_vectors``, a few vectors of one number per degree of freedom. Each column below means one thing; scratch is the scratch row, named as scratch.
+freedom, and ``dof_vectors``, a few vectors of one number per degree of freedom. Each column
+below means one thing; scratch is the scratch row, named as scratch.
 
 Kernels see every table as a flat 1-D array (row i of the workspace starts at i * WS_COLS) and
 pass a quantity as (array, offset), never as a slice or row view: numba reference-counts every
@@ -115,7 +116,7 @@ DOF_WS_COLS = 66
 
 # --- dof vectors: nv-long scratch vectors, one after the other (data.dof_vectors) ------------
 VEC_QDD = 0      # ABA derivatives: the accelerations the derivatives are taken at
-VEC_COLUMN = 1   # a column being solved (the inverse of M; a product's row)
+VEC_COLUMN = 1   # a column being solved (the inverse of M), then a product's column
 VEC_D_INV = 2    # the inverse of M: 1 / D of its factor
 DOF_VECTORS = 3
 
