@@ -78,13 +78,14 @@ def test_the_linearization_is_the_cores_of_the_state_it_names(ros):
     assert A.shape == (14, 14) and B.shape == (14, 7)
     assert np.allclose(A, expected_A, rtol=1e-12, atol=1e-12)
     assert np.allclose(B, expected_B, rtol=1e-12, atol=1e-12)
-    # at the timer's rate, not per message: 200 joint_states in 0.2 s, about 4 ticks
-    count, received = node.linearizations, node.stats.received
+    # at the timer's rate (20 Hz), not per message: 200 joint_states at about 1 kHz
+    count, received, start = node.linearizations, node.stats.received, time.monotonic()
     for k in range(200):
         pub.publish(js(NAMES, q, v, u, sec=9, nanosec=k))
         time.sleep(0.001)
     wait_until(lambda: node.stats.received >= received + 200, what='the 200 messages')
-    assert node.linearizations - count <= 10
+    ticks = node.linearizations - count
+    assert ticks <= 20.0 * (time.monotonic() - start) + 2 and ticks < 100, ticks
 
 
 def test_a_floating_base_is_linearised_on_the_whole_model(ros):

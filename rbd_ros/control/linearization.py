@@ -52,10 +52,18 @@ def semi_implicit_euler_linearization(model: rbd.Model, q, v, u, dt: float, actu
     Fq, Fv, Minv = rbd.forward_dynamics_derivatives(model, q, v, tau, data=data)
     if joint_friction:
         Fv = Fv - Minv * model.damping          # d(-D v)/dv = -D, through M^-1
-    Kq, Kv = rbd.integrate_derivatives(model, q, v + dt * qdd, dt)
+    A, B = np.empty((2 * nv, 2 * nv)), np.empty((2 * nv, len(actuated)))
     eye = np.eye(nv)
-    A = np.block([[Kq + dt * Kv @ Fq, Kv @ (eye + dt * Fv)],
-                  [dt * Fq, eye + dt * Fv]])
-    Minv_S = Minv[:, actuated]
-    B = np.vstack([dt * Kv @ Minv_S, dt * Minv_S])
+    A[nv:, :nv] = dt * Fq                                       # dv+ = dt Fq dq
+    A[nv:, nv:] = eye + dt * Fv                                 #     + (1 + dt Fv) dv
+    B[nv:] = dt * Minv[:, actuated]                             #     + dt M^-1 S du
+    if any(j.type in ('floating', 'planar') and j.v_index is not None for j in model.joints):
+        Kq, Kv = rbd.integrate_derivatives(model, q, v + dt * qdd, dt)
+        A[:nv, :nv] = Kq + Kv @ A[nv:, :nv]                     # dq+ = Kq dq + Kv dv+
+        A[:nv, nv:] = Kv @ A[nv:, nv:]
+        B[:nv] = Kv @ B[nv:]
+    else:                                                       # Kq = 1, Kv = dt
+        A[:nv, :nv] = eye + dt * A[nv:, :nv]
+        A[:nv, nv:] = dt * A[nv:, nv:]
+        B[:nv] = dt * B[nv:]
     return A, B
