@@ -532,12 +532,13 @@ def integrate(model, q, v, dt, data=None):
     return out[..., model.q_full_index] if model.has_mimic else out
 
 
-def integrate_derivatives(model, q, v, dt=1.0):
+def integrate_derivatives(model, q, v, dt=1.0, data=None):
     """(dq_next_dq, dq_next_dv), nv x nv each: the derivatives of q_next = integrate(q, v, dt)
     with respect to q and v, both in the tangent space (q (+) dq in, q_next (+) dq_next out;
     Pinocchio's dIntegrate, times dt for v). Block diagonal: 1 for a one-number joint; for a
     floating (planar) joint with w = v dt, Ad(exp(w))^-1 and dt J_r(w), the right Jacobian of
-    SE(3) (SE(2)). One configuration; numpy (a few joints' blocks: no kernel)."""
+    SE(3) (SE(2)). One configuration; numpy (a few joints' blocks: no kernel, so ``data`` is
+    taken as every function takes it, and needs no workspace)."""
     q, v = arrays(model, q=q, v=v)
     single(q, 'integrate_derivatives')
     try:
