@@ -10,7 +10,11 @@ of the bundled parallel ankle (two ball <constraint>s; fixed and floating shank)
 constrained_forward_dynamics beside Pinocchio's constraintDynamics (CONTACT_3D constraints,
 its exact solve), and constrained_inverse_dynamics (the motors' torques) beside what a
 Pinocchio user writes for it (rnea, getConstraintsJacobian, a numpy least-squares balance of
-the passive joints), each pair first checked to give the same numbers.
+the passive joints), each pair first checked to give the same numbers. Then the analytical
+derivatives (inverse_dynamics_derivatives, forward_dynamics_derivatives,
+gravity_torques_derivatives) against computeRNEADerivatives, computeABADerivatives and
+computeGeneralizedGravityDerivatives on the arm, Talos (example-robot-data's talos_reduced,
+floating base, nv = 38) and G1, single and batched.
 
 Each row times calls that do the same work. Pinocchio's rnea, computeGeneralizedGravity, crba
 and aba return a new numpy array, as ours do. Its framesForwardKinematics returns nothing: it
@@ -18,6 +22,9 @@ overwrites data.oMf, so the ``frame_poses`` row times ours in place (``out=``). 
 ``frame_poses, new result`` times ours returning new arrays against Pinocchio's call followed
 by ``data.oMf[f].homogeneous`` for every link, which is how Python gets the poses from it. A
 line under the table gives the third pairing, our new result against Pinocchio's bare call.
+Pinocchio's derivative calls return views of its Data (the next call overwrites them); ours
+return new arrays. The single rows time both as they are (Pinocchio then allocates nothing);
+the batched Pinocchio loop copies each result, as a loop that keeps N results must.
 """
 import argparse
 import os
@@ -34,6 +41,22 @@ ANKLE = os.path.join(HERE, '..', 'rbd_ros', 'robots', 'parallel_ankle.urdf')
 ROBOTS = [('arm7 (7 DoF, fixed)', os.path.join(HERE, '..', 'rbd_ros', 'robots', 'rbd_arm7.urdf'), False),
           ('G1 humanoid (nv 49, floating)', os.path.join(HERE, '..', 'test', 'data', 'robots',
                                                          'humanoid.urdf'), True)]
+#: example-robot-data's Talos (a test dependency; found in its installed share directory)
+TALOS = ('Talos (nv 38, floating)', os.path.join('talos_data', 'robots', 'talos_reduced.urdf'))
+
+
+def derivative_robots():
+    """(label, path, floating) of the derivatives' robots: the arm, Talos when
+    example-robot-data is installed, the G1 humanoid."""
+    import sys
+    robots = [ROBOTS[0]]
+    for base in sys.path:
+        path = os.path.join(base, 'cmeel.prefix', 'share', 'example-robot-data', 'robots',
+                            TALOS[1])
+        if os.path.isfile(path):
+            robots.append((TALOS[0], path, True))
+            break
+    return robots + [ROBOTS[1]]
 
 
 def _loop_count(fn):
@@ -166,9 +189,8 @@ def run(smoke=False, out=print):
     out('|---|---|---:|---:|---:|')
     for name, label, t_ours, t_pin in batch_rows:
         out(f'| {name} | {label} | {1e3 / t_ours:.0f} | {1e3 / t_pin:.0f} | {t_pin / t_ours:.2f} |')
-    loop_rows = closed_loops(pin, seconds, batch, out)
-    return rows, batch_rows, loop_rows
-
+    closed_loops(pin, seconds, batch, out)
+    run_derivatives(pin, seconds, smoke, out)
 
 def pinocchio_loops(pin, model, pm):
     """Pinocchio's rigid constraints (CONTACT_3D, LOCAL) for the model's ball <constraint>s,
@@ -273,6 +295,75 @@ def closed_loops(pin, seconds, batch, out):
         'constrained_inverse_dynamics times rnea, computeJointJacobians, getConstraintsJacobian '
         'and a numpy least-squares balance of the passive joints (the same torques).')
     return rows
+
+
+def run_derivatives(pin, seconds, smoke, out):
+    """The analytical derivatives beside Pinocchio's: per call, then batched (N states per call
+    against a Python loop of Pinocchio calls that copies each result)."""
+    batch = 50 if smoke else 1_000
+    out('')
+    out('Analytical derivatives, per call (us):')
+    out('')
+    out('| function | robot | rbd_ros us | Pinocchio us | ratio |')
+    out('|---|---|---:|---:|---:|')
+    rows, batch_rows = [], []
+    for label, path, floating in derivative_robots():
+        model = rbd.Model.from_urdf(path, floating_base=floating)
+        pm = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
+              else pin.buildModelFromUrdf(path))
+        pd = pm.createData()
+        layout = rbd.PinocchioLayout(model)
+        rng = np.random.default_rng(0)
+        q, v, a = (model.random_configuration(rng), rng.normal(size=model.nv),
+                   rng.normal(size=model.nv))
+        qp, vp, ap = layout.q_to_pinocchio(q), layout.v_to_pinocchio(v), layout.v_to_pinocchio(a)
+        # the two sides of a row must agree, or the row compares nothing
+        ours = rbd.forward_dynamics_derivatives(model, q, v, a)[0]
+        theirs = layout.matrix_from_pinocchio(pin.computeABADerivatives(pm, pd, qp, vp, ap)[0])
+        if not np.allclose(ours, theirs, rtol=1e-6, atol=1e-6):
+            raise RuntimeError(f'{label}: Pinocchio and rbd_ros ABA derivatives differ by '
+                               f'{np.abs(ours - theirs).max():.3g}')
+        cases = [
+            ('inverse_dynamics_derivatives',
+             lambda: rbd.inverse_dynamics_derivatives(model, q, v, a),
+             lambda: pin.computeRNEADerivatives(pm, pd, qp, vp, ap)),
+            ('forward_dynamics_derivatives',
+             lambda: rbd.forward_dynamics_derivatives(model, q, v, a),
+             lambda: pin.computeABADerivatives(pm, pd, qp, vp, ap)),
+            ('gravity_torques_derivatives', lambda: rbd.gravity_torques_derivatives(model, q),
+             lambda: pin.computeGeneralizedGravityDerivatives(pm, pd, qp)),
+        ]
+        for name, mine, pinocchio in cases:
+            t_ours, t_pin = side_by_side_us([mine, pinocchio], 2 * seconds)
+            rows.append((name, label, t_ours, t_pin))
+            out(f'| {name} | {label} | {t_ours:.2f} | {t_pin:.2f} | {t_ours / t_pin:.2f} |')
+        Q = np.stack([model.random_configuration(rng) for _ in range(batch)])
+        V, A = rng.normal(size=(batch, model.nv)), rng.normal(size=(batch, model.nv))
+        P = [(layout.q_to_pinocchio(Q[n]), layout.v_to_pinocchio(V[n]),
+              layout.v_to_pinocchio(A[n])) for n in range(batch)]
+        batched = [
+            ('inverse_dynamics_derivatives',
+             lambda: rbd.inverse_dynamics_derivatives(model, Q, V, A),
+             lambda: [tuple(x.copy() for x in pin.computeRNEADerivatives(pm, pd, *s))
+                      for s in P]),
+            ('forward_dynamics_derivatives',
+             lambda: rbd.forward_dynamics_derivatives(model, Q, V, A),
+             lambda: [tuple(x.copy() for x in pin.computeABADerivatives(pm, pd, *s))
+                      for s in P]),
+        ]
+        for name, mine, pinocchio in batched:
+            t_ours, t_pin = (t / batch for t in side_by_side_us([mine, pinocchio], 2 * seconds))
+            batch_rows.append((name, label, t_ours, t_pin))
+    out('')
+    out(f'Analytical derivatives batched, N = {batch} states per call (thousand states/s; '
+        'the Pinocchio loop copies each result):')
+    out('')
+    out('| function | robot | rbd_ros k/s | Pinocchio loop k/s | speed-up |')
+    out('|---|---|---:|---:|---:|')
+    for name, label, t_ours, t_pin in batch_rows:
+        out(f'| {name} | {label} | {1e3 / t_ours:.1f} | {1e3 / t_pin:.1f} | '
+            f'{t_pin / t_ours:.2f} |')
+    return rows, batch_rows
 
 
 def main():

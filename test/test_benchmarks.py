@@ -35,9 +35,12 @@ def test_dynamics_bench_smoke():
     names = {row[0] for row in rows}
     for function in ('inverse_dynamics', 'gravity_torques', 'mass_matrix', 'forward_dynamics',
                      'frame_poses', 'frame_poses, new result', 'constrained_forward_dynamics',
-                     'constrained_inverse_dynamics'):
+                     'constrained_inverse_dynamics', 'inverse_dynamics_derivatives',
+                     'forward_dynamics_derivatives', 'gravity_torques_derivatives'):
         assert function in names, result.stdout
     assert ['function', 'mechanism', 'rbd_ros us', 'Pinocchio us', 'ratio'] in rows
+    robots = {row[1] for row in rows if row[0] == 'forward_dynamics_derivatives'}
+    assert 'Talos (nv 38, floating)' in robots, result.stdout
 
 
 def test_sim_bench_smoke():
@@ -119,3 +122,13 @@ def test_analyze_bench_smoke():
         assert float(rows[part][0]) >= 0, result.stdout
     assert rows['JSON equals serial'] == ['yes', 'yes', 'yes'], result.stdout
     assert rows['speed-up over serial'][0] == '1.00x', result.stdout
+
+
+def test_implicit_bench_smoke():
+    """The experiment behind docs/core.md's "Where else they would pay": every system, dt and
+    scheme has a row."""
+    result = run_smoke('benchmarks.implicit_bench')
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = table_rows(result.stdout)[2:]
+    assert len(rows) == 3 * 2 * 3, result.stdout
+    assert {row[2] for row in rows} == {'semi-implicit Euler', 'implicit (dh/dv)', 'RK4'}

@@ -113,3 +113,56 @@ def test_friction_compensation_cancels_the_simulated_joint_resistance():
         np.testing.assert_allclose(comp - plain, -rbd.joint_friction_torques(model, v),
                                    rtol=0, atol=1e-12)
     assert np.any(model.friction > 0) and np.any(model.damping > 0)
+
+
+@pytest.mark.parametrize('floating', [False, True])
+def test_linearization_equals_finite_differences_of_the_step(floating):
+    """semi_implicit_euler_linearization: A and B are the five-point differences of the step
+    itself, v+ = v + dt FD(q, v, S u + tau_f(v)), q+ = q (+) dt v+, in the tangent spaces of
+    x and of x+ (dq+ = q+ (-) q+_0), on a tree with planar and floating joints inside, damping
+    and Coulomb friction (v away from 0, where friction's sign is locally constant), a floating
+    base and unactuated joints (the base's six)."""
+    from rbd_ros.control.linearization import semi_implicit_euler_linearization
+    xml = random_urdf(41, n_links=6, joint_types=('revolute', 'prismatic', 'planar', 'floating'))
+    model = rbd.Model.from_urdf(xml, floating_base=floating)
+    model = model.with_joint_dynamics(
+        damping={j.name: 0.7 for j in model.single_dof_joints()},
+        friction={j.name: 0.4 for j in model.single_dof_joints()})
+    rng = np.random.default_rng(2)
+    q, v = model.random_configuration(rng), rng.normal(size=model.nv) + 0.5
+    actuated = np.array([j.v_index for j in model.single_dof_joints()])
+    u, dt, n = rng.normal(size=len(actuated)), 0.01, model.nv
+
+    def step(q, v, u):
+        tau = np.zeros(n)
+        tau[actuated] = u
+        tau += rbd.joint_friction_torques(model, v)
+        v_next = v + dt * rbd.forward_dynamics(model, q, v, tau)
+        return rbd.integrate(model, q, v_next, dt), v_next
+    q0, v0 = step(q, v, u)
+
+    def deviation(x):
+        qn, vn = step(rbd.integrate(model, q, x[:n], 1.0), v + x[n:2 * n], u + x[2 * n:])
+        return np.concatenate([rbd.difference(model, q0, qn), vn - v0])
+    h, columns = 1e-4, []
+    for e in np.eye(2 * n + len(actuated)):
+        columns.append((deviation(-2 * h * e) - 8 * deviation(-h * e) + 8 * deviation(h * e)
+                        - deviation(2 * h * e)) / (12 * h))
+    numerical = np.stack(columns, axis=1)
+    A, B = semi_implicit_euler_linearization(model, q, v, u, dt, actuated)
+    assert A.shape == (2 * n, 2 * n) and B.shape == (2 * n, len(actuated))
+    scale = np.maximum(1.0, np.abs(numerical))
+    assert np.max(np.abs(np.hstack([A, B]) - numerical) / scale) < 1e-7
+    # a fixed base of one-number joints: the issue's formula, blocks of dt
+    if not floating:
+        return
+    arm = rbd.Model.from_urdf(random_urdf(3, n_links=4, joint_types=('revolute',)))
+    q, v, u = arm.random_configuration(rng), rng.normal(size=arm.nv), rng.normal(size=arm.nv)
+    A, B = semi_implicit_euler_linearization(arm, q, v, u, dt)
+    tau = u + rbd.joint_friction_torques(arm, v)
+    Fq, Fv, Minv = rbd.forward_dynamics_derivatives(arm, q, v, tau)
+    Fv = Fv - Minv * arm.damping
+    eye = np.eye(arm.nv)
+    assert np.allclose(A, np.block([[eye + dt ** 2 * Fq, dt * eye + dt ** 2 * Fv],
+                                    [dt * Fq, eye + dt * Fv]]), rtol=0, atol=1e-14)
+    assert np.allclose(B, np.vstack([dt ** 2 * Minv, dt * Minv]), rtol=0, atol=1e-14)

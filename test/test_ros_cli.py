@@ -23,7 +23,9 @@ def cli(*args):
 
 def test_param_call_echo_and_list_against_a_running_sim(ros):
     sim = ros.start(SimNode, {'robot_description': ARM, 'publish_rate': 50.0})
-    listed = cli('list', '--timeout', '5')    # (discovery takes seconds on a busy machine)
+    # (discovery of a node started a moment ago can take longer than list's default 2 s on a
+    # loaded machine: Fast DDS's missed first announcement, README's Speed section)
+    listed = cli('list', '--timeout', '6')
     assert listed.returncode == 0, listed.stderr
     assert '  /rbd_sim\n' in listed.stdout
     assert '/rbd_sim/pause [std_srvs/srv/SetBool]' in listed.stdout

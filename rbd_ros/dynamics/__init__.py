@@ -16,11 +16,13 @@ from ._jit import JIT_ENABLED, compile_lock
 with compile_lock():   # importing the entry points compiles them, or loads numba's cache
     from .api import (REFERENCES, FramePoses, center_of_mass, center_of_mass_jacobian,
                       centroidal_momentum, centroidal_momentum_matrix, coriolis_matrix,
-                      difference, forward_dynamics, frame_acceleration, frame_jacobian,
-                      frame_pose, frame_poses, frame_velocity, gravity_torques,
-                      inertial_regressor, integrate, interpolate, inverse_dynamics,
-                      joint_friction_torques, kinetic_energy, mass_matrix, nonlinear_effects,
-                      potential_energy)
+                      difference, forward_dynamics, forward_dynamics_derivatives,
+                      frame_acceleration, frame_jacobian, frame_pose, frame_poses,
+                      frame_velocity, frame_velocity_derivatives, gravity_torques,
+                      gravity_torques_derivatives, inertial_regressor, integrate,
+                      integrate_derivatives, interpolate,
+                      inverse_dynamics, inverse_dynamics_derivatives, joint_friction_torques,
+                      kinetic_energy, mass_matrix, nonlinear_effects, potential_energy)
     from .closed_loops import (close_loops, constrained_forward_dynamics,
                                constrained_inverse_dynamics, constraint_bias, constraint_jacobian,
                                constraint_residual, mobility)
@@ -41,4 +43,6 @@ __all__ = [
     'inertial_regressor', 'estimate_payload', 'PayloadEstimate', 'PinocchioLayout',
     'constraint_residual', 'constraint_jacobian', 'constraint_bias', 'close_loops',
     'constrained_forward_dynamics', 'constrained_inverse_dynamics', 'mobility',
+    'inverse_dynamics_derivatives', 'forward_dynamics_derivatives', 'gravity_torques_derivatives',
+    'frame_velocity_derivatives', 'integrate_derivatives',
 ]

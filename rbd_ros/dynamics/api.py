@@ -23,18 +23,22 @@ from ._jit import JIT_ENABLED
 from .arguments import (F64, array, arrays, batch_of, external_wrenches, frame_number, full_q,
                         full_v, raise_status, reduce_tau, run, single, workspace)
 from .checks import SINGULAR, STATUS_STRIDE
-from .entry_points import (aba_batch, aba_entry, aba_fext_entry, center_of_mass_batch,
+from .entry_points import (aba_batch, aba_derivatives_batch, aba_derivatives_entry, aba_entry,
+                           aba_fext_entry, center_of_mass_batch,
                            center_of_mass_entry, center_of_mass_jacobian_batch,
                            center_of_mass_jacobian_entry, centroidal_momentum_batch,
                            centroidal_momentum_entry, centroidal_momentum_matrix_batch,
                            centroidal_momentum_matrix_entry, coriolis_batch, coriolis_entry,
                            crba_batch, crba_entry, difference_batch, difference_entry,
                            frame_jacobian_entry, frame_motion_entry, frame_placements_entry,
-                           gravity_batch, gravity_entry, integrate_batch, integrate_entry,
+                           frame_velocity_derivatives_entry, gravity_batch,
+                           gravity_derivatives_batch, gravity_derivatives_entry, gravity_entry,
+                           integrate_batch, integrate_entry,
                            interpolate_batch, interpolate_entry,
                            kinetic_energy_batch, kinetic_energy_entry, potential_energy_batch,
                            potential_energy_entry, regressor_batch, regressor_entry, rnea_batch,
-                           rnea_entry, rnea_fext_entry)
+                           rnea_derivatives_batch, rnea_derivatives_entry, rnea_entry,
+                           rnea_fext_entry)
 from .spd import ltdl_factor, ltdl_solve
 
 REFERENCES = ('world', 'local', 'local_world_aligned')
@@ -179,6 +183,84 @@ def _forward_dynamics_crba(model, d, q, v, tau, f_ext):
             raise_status(n * STATUS_STRIDE + SINGULAR, (), tau.ndim == 2)
         ltdl_solve(H[n], parent, rhs[n])
     return rhs if tau.ndim == 2 else rhs[0]
+
+
+# ---- derivatives (derivatives.py; docs/core.md, "Derivatives") ------------------------------
+def inverse_dynamics_derivatives(model, q, v, a, f_ext=None, data=None):
+    """(dtau_dq, dtau_dv, M): the derivatives of tau = inverse_dynamics(q, v, a, f_ext) with
+    respect to q, v and a (dtau/da = M(q)), nv x nv each, analytical (Carpentier and Mansard,
+    RSS 2018; Pinocchio's computeRNEADerivatives). q moves in the tangent space, as integrate
+    moves it: column j of dtau_dq is d tau(q (+) e_j t) / dt at t = 0, so a floating base's six
+    columns are those of its twist in its own frame (Pinocchio's). f_ext's wrenches move with
+    their links. (N, nv, nv) each for N states."""
+    if f_ext is None and model.direct:
+        d = model._thread.data if data is None else workspace(model, data)
+        shape = (model.nv, model.nv)
+        dq, dv, M = _empty(shape), _empty(shape), _empty(shape)
+        if not _direct(rnea_derivatives_entry, d.handle, q, v, a, d.zero_fext, dq, dv, M):
+            return dq, dv, M
+    q, v, a = arrays(model, q=q, v=v, a=a)
+    return _rnea_derivatives(model, workspace(model, data), q, v, a, f_ext)
+
+
+def _rnea_derivatives(model, d, q, v, a, f_ext):
+    batch = batch_of(q)
+    shape = q.shape[:-1] + (model.nv_full, model.nv_full)
+    dq, dv, M = np.empty(shape), np.empty(shape), np.empty(shape)
+    run(rnea_derivatives_entry, rnea_derivatives_batch, d, batch, ('q', 'v', 'a'),
+        full_q(model, q), full_v(model, v), full_v(model, a),
+        external_wrenches(model, d, f_ext, batch), dq, dv, M, parallel=True)
+    if not model.has_mimic:
+        return dq, dv, M
+    G = model.mimic_map        # q_full = q_full(q) moves by G dq, v_full = G v: G^T X G
+    M = G.T @ M @ G
+    return G.T @ dq @ G, G.T @ dv @ G, 0.5 * (M + np.swapaxes(M, -1, -2))
+
+
+def forward_dynamics_derivatives(model, q, v, tau, f_ext=None, data=None):
+    """(dqdd_dq, dqdd_dv, Minv): the derivatives of qdd = forward_dynamics(q, v, tau, f_ext)
+    with respect to q (tangent space, as inverse_dynamics_derivatives), v and tau (= M(q)^-1),
+    nv x nv each (Pinocchio's computeABADerivatives): -M^-1 dtau/dq and -M^-1 dtau/dv at
+    a = qdd, M^-1 from M's branch-induced factorisation. (N, nv, nv) each for N states."""
+    if f_ext is None and model.direct:
+        d = model._thread.data if data is None else workspace(model, data)
+        shape = (model.nv, model.nv)
+        dq, dv, Minv = _empty(shape), _empty(shape), _empty(shape)
+        if not _direct(aba_derivatives_entry, d.handle, q, v, tau, d.zero_fext, dq, dv, Minv):
+            return dq, dv, Minv
+    q, v, tau = arrays(model, q=q, v=v, tau=tau)
+    d = workspace(model, data)
+    if model.has_mimic:     # M = G^T M_full G couples branches: a dense inverse
+        qdd = forward_dynamics(model, q, v, tau, f_ext, data=d)
+        dtau_dq, dtau_dv, M = _rnea_derivatives(model, d, q, v, qdd, f_ext)
+        Minv = np.linalg.inv(M)
+        Minv = 0.5 * (Minv + np.swapaxes(Minv, -1, -2))
+        return -Minv @ dtau_dq, -Minv @ dtau_dv, Minv
+    batch = batch_of(q)
+    shape = q.shape[:-1] + (model.nv, model.nv)
+    dq, dv, Minv = np.empty(shape), np.empty(shape), np.empty(shape)
+    run(aba_derivatives_entry, aba_derivatives_batch, d, batch, ('q', 'v', 'tau'), q, v, tau,
+        external_wrenches(model, d, f_ext, batch), dq, dv, Minv, parallel=True)
+    return dq, dv, Minv
+
+
+def gravity_torques_derivatives(model, q, data=None):
+    """dg/dq (nv x nv) of the gravity torques g(q), q in the tangent space (as
+    inverse_dynamics_derivatives; Pinocchio's computeGeneralizedGravityDerivatives). (N, nv,
+    nv) for N configurations."""
+    if model.direct:
+        h = _handle(model, data)
+        dg = _empty((model.nv, model.nv))
+        if not _direct(gravity_derivatives_entry, h, q, dg):
+            return dg
+    (q,) = arrays(model, q=q)
+    dg = np.empty(q.shape[:-1] + (model.nv_full, model.nv_full))
+    run(gravity_derivatives_entry, gravity_derivatives_batch, workspace(model, data),
+        batch_of(q), ('q',), full_q(model, q), dg, parallel=True)
+    if model.has_mimic:
+        G = model.mimic_map
+        dg = G.T @ dg @ G
+    return dg
 
 
 def inertial_regressor(model, q, v, a, link=None, data=None):
@@ -332,6 +414,26 @@ def frame_jacobian(model, q, frame, reference='local_world_aligned', data=None):
     return J @ model.mimic_map if model.has_mimic else J
 
 
+def frame_velocity_derivatives(model, q, v, frame, reference='local_world_aligned', data=None):
+    """(dv_dq, dv_dv), 6 x nv each: the derivatives of frame_velocity(q, v, frame, reference)
+    with respect to q (tangent space, as inverse_dynamics_derivatives) and v (dv_dv is the
+    frame's Jacobian). For 'world' and 'local' these are Pinocchio's getFrameVelocityDerivatives;
+    for 'local_world_aligned' this is the derivative of the twist at the frame's origin, which
+    moves with q (Pinocchio's holds the origin fixed: ours minus w x dp/dq, docs/core.md). A
+    frame's pose needs no function of its own: oMf(q (+) dq) = oMf(q) exp(J dq), J the frame's
+    'local' Jacobian."""
+    f, ref = frame_number(model, frame), _reference(reference)
+    d = workspace(model, data)
+    q, v = arrays(model, q=q, v=v)
+    single(q, 'frame_velocity_derivatives')
+    dv_dq, dv_dv = np.empty((6, model.nv_full)), np.empty((6, model.nv_full))
+    run(frame_velocity_derivatives_entry, None, d, None, ('q', 'v'), full_q(model, q),
+        full_v(model, v), f, ref, dv_dq, dv_dv)
+    if model.has_mimic:
+        return dv_dq @ model.mimic_map, dv_dv @ model.mimic_map
+    return dv_dq, dv_dv
+
+
 def center_of_mass(model, q, data=None):
     """World centre of mass of the moving bodies."""
     d = workspace(model, data)
@@ -428,6 +530,96 @@ def integrate(model, q, v, dt, data=None):
     run(integrate_entry, integrate_batch, workspace(model, data), batch_of(q), ('q', 'v'), qf, full_v(model, v), dt,
         out)
     return out[..., model.q_full_index] if model.has_mimic else out
+
+
+def integrate_derivatives(model, q, v, dt=1.0, data=None):
+    """(dq_next_dq, dq_next_dv), nv x nv each: the derivatives of q_next = integrate(q, v, dt)
+    with respect to q and v, both in the tangent space (q (+) dq in, q_next (+) dq_next out;
+    Pinocchio's dIntegrate, times dt for v). Block diagonal: 1 for a one-number joint; for a
+    floating (planar) joint with w = v dt, Ad(exp(w))^-1 and dt J_r(w), the right Jacobian of
+    SE(3) (SE(2)). One configuration; numpy (a few joints' blocks: no kernel, so ``data`` is
+    taken as every function takes it, and needs no workspace)."""
+    q, v = arrays(model, q=q, v=v)
+    single(q, 'integrate_derivatives')
+    try:
+        dt = float(dt)
+    except (TypeError, ValueError):
+        raise ValueError(f'dt must be a number, got {dt!r}') from None
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v)) and np.isfinite(dt)):
+        raise ValueError('q, v and dt must be finite')
+    d_q, d_v = np.eye(model.nv), np.eye(model.nv) * dt
+    for joint in model.joints:
+        if joint.type not in ('floating', 'planar') or joint.mimic is not None \
+                or joint.v_index is None:
+            continue
+        s = slice(joint.v_index, joint.v_index + joint.nv)
+        w = v[s] * dt
+        exp_inverse_adjoint, right_jacobian = (_se3_blocks(w) if joint.type == 'floating'
+                                               else _se2_blocks(w))
+        d_q[s, s] = exp_inverse_adjoint
+        d_v[s, s] = dt * right_jacobian
+    return d_q, d_v
+
+
+def _skew(x):
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+def _se3_blocks(w):
+    """(Ad(exp(w))^-1, J_r(w)) of a twist w = [rho; phi] (6 x 6 each). J_r(w) = J_l(-w), and
+    J_l(w) = [[J_l(phi), Q], [0, J_l(phi)]] with Barfoot's Q(rho, phi) (State Estimation for
+    Robotics, eq. 7.86); series below 1e-4 rad."""
+    rho, phi = w[:3], w[3:]
+    t = float(np.linalg.norm(phi))
+    if t < 1e-4:
+        t2 = t * t
+        a, b, c = 1.0 - t2 / 6.0, 0.5 - t2 / 24.0, 1.0 / 6.0 - t2 / 120.0
+        c2, c3 = 1.0 / 24.0 - t2 / 720.0, 1.0 / 120.0 - t2 / 2520.0
+    else:
+        sin, cos = np.sin(t), np.cos(t)
+        a, b, c = sin / t, (1.0 - cos) / t ** 2, (t - sin) / t ** 3
+        c2, c3 = (t * t + 2.0 * cos - 2.0) / (2.0 * t ** 4), \
+            (2.0 * t - 3.0 * sin + t * cos) / (2.0 * t ** 5)
+
+    def left(rho, phi):       # J_l(phi) (SO(3)) and Q(rho, phi); the coefficients are even
+        P, X = _skew(phi), _skew(rho)
+        PX, XP, PXP = P @ X, X @ P, P @ X @ P
+        Q = (0.5 * X + c * (PX + XP + PXP) + c2 * (P @ PX + XP @ P - 3.0 * PXP)
+             + c3 * (PXP @ P + P @ PXP))
+        return np.eye(3) + b * P + c * P @ P, Q
+
+    P = _skew(phi)
+    R = np.eye(3) + a * P + b * P @ P                 # exp(w) = (R, J_l(phi) rho)
+    p = left(rho, phi)[0] @ rho
+    adjoint_inverse = np.zeros((6, 6))
+    adjoint_inverse[:3, :3] = adjoint_inverse[3:, 3:] = R.T
+    adjoint_inverse[:3, 3:] = -R.T @ _skew(p)
+    rotation, Q = left(-rho, -phi)
+    right = np.zeros((6, 6))
+    right[:3, :3] = right[3:, 3:] = rotation
+    right[:3, 3:] = Q
+    return adjoint_inverse, right
+
+
+def _se2_blocks(w):
+    """(Ad(exp(w))^-1, J_r(w)) of a planar twist w = (rho_x, rho_y, phi) (3 x 3 each):
+    Ad(R, p) = [[R, (p_y, -p_x)], [0, 1]], and J_l(w) = integral of Ad(exp(s w)) ds over
+    [0, 1] = [[V(phi), (P_y, -P_x)], [0, 1]] with P = [[A, -B], [B, A]] rho, A = (1 - cos)/phi^2,
+    B = (phi - sin)/phi^2; J_r(w) = J_l(-w)."""
+    rx, ry, phi = w
+    if abs(phi) < 1e-4:
+        sinc, cosc = 1.0 - phi * phi / 6.0, phi / 2.0 - phi ** 3 / 24.0
+        A, B = 0.5 - phi * phi / 24.0, phi / 6.0 - phi ** 3 / 120.0
+    else:
+        sinc, cosc = np.sin(phi) / phi, (1.0 - np.cos(phi)) / phi
+        A, B = (1.0 - np.cos(phi)) / phi ** 2, (phi - np.sin(phi)) / phi ** 2
+    c, s = np.cos(phi), np.sin(phi)
+    px, py = sinc * rx - cosc * ry, cosc * rx + sinc * ry       # exp(w) = (R(phi), V rho)
+    ix, iy = -(c * px + s * py), -(-s * px + c * py)            # exp(w)^-1 = (R^T, -R^T p)
+    adjoint_inverse = np.array([[c, s, iy], [-s, c, -ix], [0.0, 0.0, 1.0]])
+    Px, Py = -(A * rx + B * ry), -(-B * rx + A * ry)           # P(-w)
+    right = np.array([[sinc, cosc, Py], [-cosc, sinc, -Px], [0.0, 0.0, 1.0]])
+    return adjoint_inverse, right
 
 
 def difference(model, q0, q1, wrap_angles=False, data=None):

@@ -17,14 +17,14 @@ from .loops import work_size
 
 class Data:
     """Workspace arrays of one model (shapes in layout.py): ``ws`` (one row per body, then the
-    scratch row), ``dof_ws`` (one row per degree of freedom), zero arguments (no external
-    wrench, zero acceleration), the closed-loop workspace ``loop_ws`` and its row order
-    ``loop_pivot`` (loops.work_size; one unused entry for a tree), and ``handle``, the
-    addresses the compiled entry points read them from. Use a Data from one thread at a
-    time."""
+    scratch row), ``dof_ws`` (one row per degree of freedom), ``dof_vectors`` (scratch vectors
+    of one number per degree of freedom), zero arguments (no external wrench, zero
+    acceleration), the closed-loop workspace ``loop_ws`` and its row order ``loop_pivot``
+    (loops.work_size; one unused entry for a tree), and ``handle``, the addresses the compiled
+    entry points read them from. Use a Data from one thread at a time."""
 
-    __slots__ = ('model', 'ws', 'dof_ws', 'zero_fext', 'zero_v', 'handle', '_dof_parent',
-                 'loop_ws', 'loop_pivot')
+    __slots__ = ('model', 'ws', 'dof_ws', 'dof_vectors', 'zero_fext', 'zero_v', 'handle',
+                 '_dof_parent', 'loop_ws', 'loop_pivot')
 
     def __init__(self, model):
         nb = model.body_int.shape[0]
@@ -33,6 +33,7 @@ class Data:
         self.ws = np.zeros((nb + 1) * L.WS_COLS)
         self.ws[L.O:L.O + 9] = np.eye(3).ravel()     # the world's placement: never written
         self.dof_ws = np.zeros(ndof * L.DOF_WS_COLS)
+        self.dof_vectors = np.zeros(L.DOF_VECTORS * ndof)
         self.zero_fext = np.zeros((nb, 6))           # read by the kernels, never written
         self.zero_v = np.zeros(model.nv)             # (nonlinear_effects: a = 0)
         self._dof_parent = np.full(ndof, -1, dtype=np.int64)
@@ -57,6 +58,7 @@ class Data:
         handle[L.H_ROW_LOOP] = model._row_constraint.ctypes.data
         handle[L.H_LOOP_WS] = self.loop_ws.ctypes.data
         handle[L.H_LOOP_PIVOT] = self.loop_pivot.ctypes.data
+        handle[L.H_DOF_VECTORS] = self.dof_vectors.ctypes.data
         self.handle = handle
 
     def __repr__(self):

@@ -8,6 +8,8 @@ C-contiguous, writable), so any other argument raises TypeError and api.py takes
 validating path. Batch entries split the rows over ``threads`` chunks, each with its own copy
 of the workspace, and return row * STATUS_STRIDE + code for the first failing row.
 """
+import numpy as np
+
 from ._jit import (ARRAY3, HANDLE, INDEX, MATRIX, SCALAR, VECTOR, borrow, chunk_rows,
                    chunk_setup, chunk_workspace, first_failure, float_view, index_view,
                    inline_kernel, int_view, kernel, prange, signature)
@@ -17,13 +19,15 @@ from .checks import BAD_SHAPE, OK, STATUS_STRIDE, configuration_status, state_st
 from .configuration import difference, integrate, interpolate
 from .coriolis import coriolis_matrix
 from .crba import crba
+from .derivatives import (aba_derivatives, frame_velocity_derivatives, gravity_derivatives,
+                          rnea_derivatives)
 from .kinematics import (body_accelerations, body_placements, body_velocities, center_of_mass,
                          center_of_mass_jacobian, frame_jacobian, frame_motion, frame_placements,
                          kinetic_energy, potential_energy)
-from .layout import (BODY_INT_COLS, DOF_WS_COLS, H_BODY_FLOAT, H_BODY_INT, H_DOF_PARENT,
-                     H_DOF_WS, H_LOOP_FLOAT, H_LOOP_INT, H_LOOP_PIVOT, H_LOOP_WS, H_NBODY, H_NDOF,
-                     H_NFLOAT, H_NLOOP, H_NROW, H_ROW_LOOP, H_WS, H_ZERO_FEXT, LOOP_FLOAT_COLS,
-                     LOOP_INT_COLS, NVJ, WS_COLS)
+from .layout import (BODY_INT_COLS, DOF_VECTORS, DOF_WS_COLS, H_BODY_FLOAT, H_BODY_INT,
+                     H_DOF_PARENT, H_DOF_VECTORS, H_DOF_WS, H_LOOP_FLOAT, H_LOOP_INT,
+                     H_LOOP_PIVOT, H_LOOP_WS, H_NBODY, H_NDOF, H_NFLOAT, H_NLOOP, H_NROW,
+                     H_ROW_LOOP, H_WS, H_ZERO_FEXT, LOOP_FLOAT_COLS, LOOP_INT_COLS, NVJ, WS_COLS)
 from .loops import (closed_forward_dynamics, closed_inverse_dynamics, loop_bias, loop_jacobian,
                     loop_residual, loop_work, work_size)
 from .regressor import inertial_regressor
@@ -64,6 +68,11 @@ def loop_tables(h):
             float_view(h[H_LOOP_FLOAT], nloop * LOOP_FLOAT_COLS), index_view(h[H_ROW_LOOP], rows),
             float_view(h[H_LOOP_WS], max(work_size(nv, rows), 1)),
             index_view(h[H_LOOP_PIVOT], max(rows, nv) if rows else 1))
+
+
+def dof_vectors(h):
+    """The dof vectors of a handle (layout.VEC_*), borrowed."""
+    return float_view(h[H_DOF_VECTORS], DOF_VECTORS * h[H_NDOF])
 
 
 # ---- single configurations -------------------------------------------------------------------
@@ -357,6 +366,39 @@ def closed_inverse_dynamics_batch(h, Q, V, A, F_EXT, driven, TAU):
     return OK
 
 
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, MATRIX, MATRIX, MATRIX, MATRIX))
+def rnea_derivatives_entry(h, q, v, a, f_ext, dtau_dq, dtau_dv, M):
+    body_int, body_float, ws = model_tables(h)
+    dof_ws, dof_parent = dof_tables(h)
+    return rnea_derivatives(body_int, body_float, ws, dof_ws, dof_parent, borrow(q), borrow(v),
+                            borrow(a), borrow(f_ext), borrow(dtau_dq), borrow(dtau_dv),
+                            borrow(M))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, VECTOR, MATRIX, MATRIX, MATRIX, MATRIX))
+def aba_derivatives_entry(h, q, v, tau, f_ext, dqdd_dq, dqdd_dv, Minv):
+    body_int, body_float, ws = model_tables(h)
+    dof_ws, dof_parent = dof_tables(h)
+    return aba_derivatives(body_int, body_float, ws, dof_ws, dof_parent, dof_vectors(h),
+                           borrow(q), borrow(v), borrow(tau), borrow(f_ext), borrow(dqdd_dq),
+                           borrow(dqdd_dv), borrow(Minv))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, MATRIX))
+def gravity_derivatives_entry(h, q, dg_dq):
+    body_int, body_float, ws = model_tables(h)
+    dof_ws, dof_parent = dof_tables(h)
+    return gravity_derivatives(body_int, body_float, ws, dof_ws, dof_parent, borrow(q),
+                               borrow(dg_dq))
+
+
+@kernel(signature=signature(HANDLE, VECTOR, VECTOR, INDEX, INDEX, MATRIX, MATRIX))
+def frame_velocity_derivatives_entry(h, q, v, frame, reference, dv_dq, dv_dv):
+    body_int, body_float, ws = model_tables(h)
+    return frame_velocity_derivatives(body_int, body_float, ws, borrow(q), borrow(v), frame,
+                                      reference, borrow(dv_dq), borrow(dv_dv))
+
+
 # ---- batches: rows over threads (parallel) ---------------------------------------------------
 # (One spelled-out kernel per algorithm, alike but for the call: numba inlines a kernel named
 # here, and a function passed as an argument would be a first-class function call per row.)
@@ -422,6 +464,72 @@ def aba_batch(h, Q, V, TAU, F_EXT, VDOT, threads):
         for n in chunk_rows(c, chunks, rows):
             f = f_ext[0] if f_ext.shape[0] == 1 else f_ext[n]
             status = aba(body_int, body_float, w, q[n], v[n], tau[n], f, vdot[n])
+            if status != OK:
+                statuses[c] = n * STATUS_STRIDE + status
+                break
+    return first_failure(statuses)
+
+
+@kernel(parallel=True)
+def rnea_derivatives_batch(h, Q, V, A, F_EXT, DQ, DV, M, threads):
+    """F_EXT has one row, shared by all, or one per configuration. Each chunk has its own
+    copies of the workspace and the dof workspace."""
+    body_int, body_float, ws = model_tables(h)
+    dof_ws, dof_parent = dof_tables(h)
+    q, v, a, f_ext = borrow(Q), borrow(V), borrow(A), borrow(F_EXT)
+    dq, dv, m = borrow(DQ), borrow(DV), borrow(M)
+    rows = q.shape[0]
+    chunks, workspaces, statuses = chunk_setup(rows, threads, ws)
+    dof_workspaces = np.empty((chunks, dof_ws.shape[0]))
+    for c in prange(chunks):
+        w, dw = chunk_workspace(workspaces, c, ws), borrow(dof_workspaces[c])
+        for n in chunk_rows(c, chunks, rows):
+            f = f_ext[0] if f_ext.shape[0] == 1 else f_ext[n]
+            status = rnea_derivatives(body_int, body_float, w, dw, dof_parent, q[n], v[n], a[n],
+                                      f, dq[n], dv[n], m[n])
+            if status != OK:
+                statuses[c] = n * STATUS_STRIDE + status
+                break
+    return first_failure(statuses)
+
+
+@kernel(parallel=True)
+def aba_derivatives_batch(h, Q, V, TAU, F_EXT, DQ, DV, MINV, threads):
+    """F_EXT has one row, shared by all, or one per configuration. Each chunk has its own
+    copies of the workspace, the dof workspace and the dof vectors."""
+    body_int, body_float, ws = model_tables(h)
+    dof_ws, dof_parent = dof_tables(h)
+    q, v, tau, f_ext = borrow(Q), borrow(V), borrow(TAU), borrow(F_EXT)
+    dq, dv, minv = borrow(DQ), borrow(DV), borrow(MINV)
+    rows = q.shape[0]
+    chunks, workspaces, statuses = chunk_setup(rows, threads, ws)
+    dof_workspaces = np.empty((chunks, dof_ws.shape[0]))
+    vector_sets = np.empty((chunks, DOF_VECTORS * h[H_NDOF]))
+    for c in prange(chunks):
+        w, dw, vs = (chunk_workspace(workspaces, c, ws), borrow(dof_workspaces[c]),
+                     borrow(vector_sets[c]))
+        for n in chunk_rows(c, chunks, rows):
+            f = f_ext[0] if f_ext.shape[0] == 1 else f_ext[n]
+            status = aba_derivatives(body_int, body_float, w, dw, dof_parent, vs, q[n], v[n],
+                                     tau[n], f, dq[n], dv[n], minv[n])
+            if status != OK:
+                statuses[c] = n * STATUS_STRIDE + status
+                break
+    return first_failure(statuses)
+
+
+@kernel(parallel=True)
+def gravity_derivatives_batch(h, Q, DG, threads):
+    body_int, body_float, ws = model_tables(h)
+    dof_ws, dof_parent = dof_tables(h)
+    q, dg = borrow(Q), borrow(DG)
+    rows = q.shape[0]
+    chunks, workspaces, statuses = chunk_setup(rows, threads, ws)
+    dof_workspaces = np.empty((chunks, dof_ws.shape[0]))
+    for c in prange(chunks):
+        w, dw = chunk_workspace(workspaces, c, ws), borrow(dof_workspaces[c])
+        for n in chunk_rows(c, chunks, rows):
+            status = gravity_derivatives(body_int, body_float, w, dw, dof_parent, q[n], dg[n])
             if status != OK:
                 statuses[c] = n * STATUS_STRIDE + status
                 break

@@ -6,8 +6,9 @@ joint axes, armature, 10-parameter inertias, float64). The frame rows (one per l
 body rows in ``body_float``, so frame kernels need no extra argument.
 
 A workspace (``Data``, like Pinocchio's Data or MuJoCo's mjData) is one float array ``ws`` with a
-row per body plus one scratch row after them, and one array ``dof_ws`` with a row per degree of
-freedom. Each column below means one thing; scratch is the scratch row, named as scratch.
+row per body plus one scratch row after them, one array ``dof_ws`` with a row per degree of
+freedom, and ``dof_vectors``, a few vectors of one number per degree of freedom. Each column
+below means one thing; scratch is the scratch row, named as scratch.
 
 Kernels see every table as a flat 1-D array (row i of the workspace starts at i * WS_COLS) and
 pass a quantity as (array, offset), never as a slice or row view: numba reference-counts every
@@ -78,7 +79,14 @@ IC = 159         # 10: CRBA composite inertia, body coordinates
 COR_Y = 169      # 10: body inertia in the world frame, then composite (subtree) inertia
 COR_H = 179      # 6: world-frame momentum of the body
 COR_B = 185      # 36: the body's (then subtree's) B matrix, row-major 6x6
-WS_COLS = 221
+# derivatives of RNEA (derivatives.py): world coordinates, about the world origin
+DER_V = 221      # 6: body twist
+DER_A = 227      # 6: body spatial acceleration (world row: -gravity)
+DER_Y = 233      # 10: body inertia, then composite (subtree) inertia
+DER_DY = 243     # 12: its variation dY (compact: linear momentum p, then N row-major), then
+                 #     composite
+DER_F = 255      # 6: body force, then composite (subtree) force
+WS_COLS = 261
 
 # --- the scratch row (row nbody of ws): what a pass needs for a moment, never kept -----------
 SCRATCH_X = 0          # 12: a transform (the joint transform X_J(q) before it is composed)
@@ -98,7 +106,21 @@ COR_J = 0        # 6: the dof's motion subspace column in the world frame
 COR_DJ = 6       # 6: its time derivative
 COR_DFDV = 12    # 6: Yc dJ + Bc J of the dof
 COR_AG = 18      # 6: Yc J of the dof
-DOF_WS_COLS = 24
+# derivatives of RNEA (derivatives.py): world coordinates, about the world origin
+DER_J = 24       # 6: the dof's motion subspace column J = oMi S
+DER_DV = 30      # 6: dV = v_parent x J: how the dof's q moves the velocities below it
+DER_DAQ = 36     # 6: dA/dq = a_parent x J + v_parent x dV: how it moves their accelerations
+DER_DAV = 42     # 6: dA/dv = (v + v_parent) x J: how its velocity moves their accelerations
+DER_FA = 48      # 6: Yc J (CRBA's F: a column of M's rows)
+DER_FQ = 54      # 6: Yc dA/dq + dYc dV, then + J x* Fc: dF/dq of the dof
+DER_FV = 60      # 6: Yc dA/dv + dYc J: dF/dv of the dof
+DOF_WS_COLS = 66
+
+# --- dof vectors: nv-long scratch vectors, one after the other (data.dof_vectors) ------------
+VEC_QDD = 0      # ABA derivatives: the accelerations the derivatives are taken at
+VEC_COLUMN = 1   # a column being solved (the inverse of M), then a product's column
+VEC_D_INV = 2    # the inverse of M: 1 / D of its factor
+DOF_VECTORS = 3
 
 # --- loop closures (model.loop_int, model.loop_float: one row per <constraint>) -------------
 # A constraint holds frame A (on body A) on frame B (on body B): their origins coincide (3
@@ -140,4 +162,5 @@ H_NROW = 12        # constraint rows in all (3, 5 or 6 per constraint)
 H_ROW_LOOP = 13    # address of row_loop (H_NROW int64): each row's constraint index
 H_LOOP_WS = 14     # address of the closed-loop workspace (Data.loop_ws: loops.work_size)
 H_LOOP_PIVOT = 15  # address of its row order (Data.loop_pivot: H_NROW int64)
-HANDLE_LEN = 16
+H_DOF_VECTORS = 16 # address of the dof vectors (DOF_VECTORS x the rows of dof_ws)
+HANDLE_LEN = 17

@@ -283,6 +283,19 @@ def add_motion_cross(v, k, m, j, out, o):
     out[o + 5] += wx * m4 - wy * m3
 
 
+@inline_kernel
+def add_force_cross(m, k, f, j, out, o):
+    """out += m x* f = [w x f_lin; w x f_ang + u x f_lin] for the motion m = [u; w]."""
+    ux, uy, uz, wx, wy, wz = m[k], m[k + 1], m[k + 2], m[k + 3], m[k + 4], m[k + 5]
+    f0, f1, f2, f3, f4, f5 = f[j], f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5]
+    out[o] += wy * f2 - wz * f1
+    out[o + 1] += wz * f0 - wx * f2
+    out[o + 2] += wx * f1 - wy * f0
+    out[o + 3] += wy * f5 - wz * f4 + uy * f2 - uz * f1
+    out[o + 4] += wz * f3 - wx * f5 + uz * f0 - ux * f2
+    out[o + 5] += wx * f4 - wy * f3 + ux * f1 - uy * f0
+
+
 # SYM[6 r + c]: where entry (r, c) of a packed symmetric 6x6 is (row r holds columns r..5:
 # 21 numbers, the upper triangle row by row).
 SYM = tuple(min(r, c) * 6 - min(r, c) * (min(r, c) - 1) // 2 + abs(c - r)

@@ -11,13 +11,15 @@ causes no fill-in, so it costs what the nonzero pattern costs, not O(n^3):
     H^-1 x:  x = L^-T x  (i = n-1 .. 0: x_j -= L_ij x_i, j up from i) ;  x = D^-1 x ;
              x = L^-1 x  (i = 0 .. n-1: x_i -= L_ij x_j, j up from i)
 
-One code serves three users:
+One code serves four users:
   - CRBA's forward dynamics (api.py): H = M(q) over the tree's ``dof_parent``
     (branch-induced sparsity);
   - ABA's joint blocks D_i = S_i^T U_i (aba.py), n <= 6, in the flat workspace with row
     stride 6, over CHAIN;
   - the simulator's dense solves (simulation/step.py, solver.py): a dense matrix is the chain
-    parent[k] = k - 1 (``chain(n)``), and the loops above are then the ordinary dense LDL^T.
+    parent[k] = k - 1 (``chain(n)``), and the loops above are then the ordinary dense LDL^T;
+  - the derivatives of forward dynamics (derivatives.py): M^-1 itself, from the factor over
+    ``dof_parent`` (``ltdl_inverse_at``).
 
 Storage: a matrix is A[a + stride * r + c] in a flat array, a vector x[o + step * k].
 Only the lower triangle (c <= r) is read. L (unit diagonal, not stored) overwrites it below
@@ -92,6 +94,42 @@ def ltdl_solve_at(A, a, stride, parent, n, x, o, step):
             s -= A[ii + j] * x[o + step * j]
             j = parent[j]
         x[o + step * i] = s
+
+
+@inline_kernel
+def ltdl_inverse_at(A, a, stride, parent, n, x, dinv):
+    """In place: the factor at A[a] (``ltdl_factor_at``) -> H^-1, both triangles. Column c of
+    H^-1 is L^-1 D^-1 L^-T e_c. L^-T e_c lives on c and its ancestors (a walk up the parent
+    array), and only its rows r <= c are needed: they go to the upper triangle, which the
+    factor does not use, and the lower one is filled from it at the end. ``x`` and ``dinv``
+    are vectors of n numbers of scratch."""
+    for i in range(n):
+        dinv[i] = A[a + (stride + 1) * i]
+    for c in range(n):
+        for i in range(c + 1):
+            x[i] = 0.0
+        x[c] = 1.0
+        i = c
+        while i >= 0:                                   # x = L^-T e_c: c and its ancestors
+            xi = x[i]
+            ii = a + stride * i
+            j = parent[i]
+            while j >= 0:
+                x[j] -= A[ii + j] * xi
+                j = parent[j]
+            i = parent[i]
+        for i in range(c + 1):                          # x = L^-1 D^-1 x, rows 0 .. c
+            ii = a + stride * i
+            t = x[i] * dinv[i]
+            j = parent[i]
+            while j >= 0:
+                t -= A[ii + j] * x[j]
+                j = parent[j]
+            x[i] = t
+            A[ii + c] = t                               # H^-1[i, c], upper triangle
+    for r in range(n):
+        for c in range(r):
+            A[a + stride * r + c] = A[a + stride * c + r]
 
 
 @kernel

@@ -59,6 +59,11 @@ def warm_up(verbose=True):
                 api.centroidal_momentum(model, args[0], args[1])
                 api.centroidal_momentum_matrix(model, args[0])
                 api.inertial_regressor(model, args[0], args[1], args[1])
+                api.inverse_dynamics_derivatives(model, args[0], args[1], args[1], f_ext)
+                api.inverse_dynamics_derivatives(model, args[0], args[1], args[1])
+                api.forward_dynamics_derivatives(model, args[0], args[1], args[1], f_ext)
+                api.forward_dynamics_derivatives(model, args[0], args[1], args[1])
+                api.gravity_torques_derivatives(model, args[0])
                 _closed_loops(model, args[0], args[1])
             closed_loops.close_loops(model, q, ['j1'])
             api.frame_poses(model, q)
@@ -66,6 +71,7 @@ def warm_up(verbose=True):
                 api.frame_velocity(model, q, v, 'tool', ref)
                 api.frame_acceleration(model, q, v, v, 'tool', ref)
                 api.frame_jacobian(model, q, 'tool', ref)
+                api.frame_velocity_derivatives(model, q, v, 'tool', ref)
     elapsed = time.perf_counter() - start
     if verbose:
         print(f'rbd_ros.dynamics kernels ready in {elapsed:.1f} s')
@@ -95,19 +101,21 @@ def _closed_inverse_dynamics(model, q, v):
 GROUPS = (
     (('aba_entry', 'aba_fext_entry', 'crba_entry', 'integrate_entry', 'frame_placements_entry',
       'regressor_entry', 'difference_entry', 'interpolate_entry',
-      'centroidal_momentum_matrix_entry', 'closed_forward_dynamics_entry'),
+      'centroidal_momentum_matrix_entry', 'closed_forward_dynamics_entry',
+      'aba_derivatives_entry', 'frame_velocity_derivatives_entry'),
      lambda model, Q, V, f_ext: (api.forward_dynamics(model, Q, V, V),
                                  closed_loops.constrained_forward_dynamics(model, Q, V, V),
                                  api.inertial_regressor(model, Q, V, V),
                                  api.forward_dynamics(model, Q, V, V, f_ext),
                                  api.mass_matrix(model, Q), api.integrate(model, Q, V, 0.01),
                                  api.difference(model, Q, Q), api.interpolate(model, Q, Q, 0.5),
-                                 api.centroidal_momentum_matrix(model, Q))),
+                                 api.centroidal_momentum_matrix(model, Q),
+                                 api.forward_dynamics_derivatives(model, Q, V, V))),
     (('rnea_entry', 'rnea_fext_entry', 'gravity_entry', 'coriolis_entry', 'frame_motion_entry',
       'frame_jacobian_entry', 'center_of_mass_entry', 'kinetic_energy_entry',
       'potential_energy_entry', 'center_of_mass_jacobian_entry', 'centroidal_momentum_entry',
       'loop_residual_entry', 'loop_jacobian_entry', 'loop_bias_entry',
-      'closed_inverse_dynamics_entry'),
+      'closed_inverse_dynamics_entry', 'rnea_derivatives_entry', 'gravity_derivatives_entry'),
      lambda model, Q, V, f_ext: (api.inverse_dynamics(model, Q, V, V),
                                  closed_loops.constraint_residual(model, Q),
                                  closed_loops.constraint_jacobian(model, Q),
@@ -118,7 +126,9 @@ GROUPS = (
                                  api.center_of_mass(model, Q), api.kinetic_energy(model, Q, V),
                                  api.potential_energy(model, Q),
                                  api.center_of_mass_jacobian(model, Q),
-                                 api.centroidal_momentum(model, Q, V))),
+                                 api.centroidal_momentum(model, Q, V),
+                                 api.inverse_dynamics_derivatives(model, Q, V, V),
+                                 api.gravity_torques_derivatives(model, Q))),
 )
 
 

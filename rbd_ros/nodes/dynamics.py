@@ -10,7 +10,10 @@ Out, per joint_states: ``~/gravity_torques`` (JointState effort), ``~/forward_dy
 reference and its torques) and ``~/tracking_error``; ``~/effort_commands`` (Float64MultiArray in
 ``command_joints`` order) per ``command_source``: a control law of rbd_ros.control.laws;
 ``~/trajectory_out`` (the annotated trajectory: every point's effort = inverse dynamics);
-``/diagnostics``. Gravity compensation is published in :meth:`DynamicsNode.on_joint_states`.
+at ``linearization_rate`` (not per message) ``~/linearization/A``, ``~/linearization/B``
+(Float64MultiArray) and ``~/linearization/state`` (JointState): the discrete-time linearisation
+about the latest joint state (rbd_ros.control.linearization); ``/diagnostics``.
+Gravity compensation is published in :meth:`DynamicsNode.on_joint_states`.
 Parameters: config/rbd.yaml; behaviour: docs/ros.md.
 """
 from __future__ import annotations
@@ -23,20 +26,21 @@ from builtin_interfaces.msg import Time
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64MultiArray
+from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import rbd_ros.dynamics as rbd
 from rbd_ros.control import (LAWS, Reference, Trajectory, control_torques,
                              joint_friction_compensation, tracking_error)
+from rbd_ros.control.linearization import semi_implicit_euler_linearization
 from rbd_ros.control.observer import MomentumObserver, external_wrench
 from rbd_ros.ros.joint_state_bytes import JointStateDecoder
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected, all_finite, stamp_ns
 from rbd_ros.ros.messages import joint_state, odometry_to_base
 from rbd_ros.ros.node import COMMON_PARAMS, JOINT_STATES_QOS, MODEL_PARAMS, RbdNode, node_main
 from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of,
-                                per_command_joint, unique_names)
+                                per_command_joint, positive, unique_names)
 from rbd_ros.ros.qos import COMMAND_QOS, LATCHED_QOS, OUTPUT_QOS, joint_states_qos
 from rbd_ros.ros.robot import Robot
 from rbd_ros.ros.wire import SerializedMessage
@@ -83,6 +87,12 @@ PARAMS = {
                               'until ~/reset_collision: none, hold (the law holds the measured '
                               'position) or zero (zero torque)', one_of('none', 'hold', 'zero'),
                               dynamic=True),
+    'linearization_rate': ParamSpec('double', 0.0, 'Hz: publish ~/linearization/A, B and state, '
+                                    'the discrete-time linearisation x+ = A x + B u about the '
+                                    'latest joint state (on this node\'s clock); 0: off',
+                                    non_negative),
+    'linearization_dt': ParamSpec('double', 0.001, 's: the time step of the linearised '
+                                  'semi-implicit Euler step', positive),
 }
 
 
@@ -159,6 +169,15 @@ class DynamicsNode(RbdNode):
         self.collisions = 0
         self.peak = None                     # max |external torque| per joint since a reset
         self._observed = None                # (observer, stamp in ns) of its last sample
+        self.linearizations = 0
+        if p['linearization_rate'] > 0.0:    # a timer of its own: nothing per joint_states
+            self.pub_lin_a = self.create_publisher(Float64MultiArray, '~/linearization/A',
+                                                   OUTPUT_QOS)
+            self.pub_lin_b = self.create_publisher(Float64MultiArray, '~/linearization/B',
+                                                   OUTPUT_QOS)
+            self.pub_lin_state = self.create_publisher(JointState, '~/linearization/state',
+                                                       OUTPUT_QOS)
+            self.create_timer(1.0 / p['linearization_rate'], self.guard(self.linearize))
         self.start()
         self.pub_collision.publish(Bool(data=False))
 
@@ -459,6 +478,40 @@ class DynamicsNode(RbdNode):
             self.get_logger().info(response.message)
         return response
 
+    def linearize(self) -> None:
+        """The discrete-time linearisation about the latest complete joint state (the base's
+        from ~/base_state), at every tick while input is fresh (a controller that starts late
+        gets one without waiting for the robot to move): ~/linearization/state first (the
+        state, its stamp, and effort = the efforts u0 it was taken at: the measured ones when
+        joint_states carry every effort, else g(q), the torques that hold q), then A and B."""
+        rt = self.runtime
+        if rt is None or not rt.merger.complete or self.is_stale():
+            return
+        m, robot = rt.merger, rt.robot
+        base_q, base_v = self._base_state()
+        q, v = robot.full_q(m.position, base_q), robot.full_v(m.velocity, base_v)
+        if m.effort_complete:
+            u0 = m.effort.copy()
+        else:
+            u0 = rbd.gravity_torques(robot.model, q)[robot.v_index]
+        try:
+            A, B = self.stats.timed(semi_implicit_euler_linearization, robot.model, q, v, u0,
+                                    self.params['linearization_dt'], robot.v_index)
+        except FloatingPointError as exc:
+            raise Rejected('singular_mass_matrix', f'no linearisation: {exc}') from None
+        if not all_finite(A, B, u0):                # never publish NaN or inf
+            self.stats.non_finite_outputs += 1
+            self.get_logger().error('non-finite linearisation not published',
+                                    throttle_duration_sec=2.0)
+            return
+        sec, nanosec = divmod(m.last_stamp_ns, 1_000_000_000)
+        self._publish(self.pub_lin_state, joint_state(Time(sec=sec, nanosec=nanosec),
+                                                      robot.joint_names, m.position,
+                                                      m.velocity, u0))
+        self._publish(self.pub_lin_a, matrix_message(A, 'x+ (dq, dv)', 'x (dq, dv)'))
+        self._publish(self.pub_lin_b, matrix_message(B, 'x+ (dq, dv)', 'u (effort)'))
+        self.linearizations += 1
+
     def _trajectory(self, rt: Runtime, msg: JointTrajectory):
         """(slots, times from start, positions, velocities, accelerations) of a valid
         JointTrajectory; Rejected (the active reference kept) otherwise."""
@@ -584,6 +637,8 @@ class DynamicsNode(RbdNode):
                  'floating_base': str(self.params['floating_base']).lower(),
                  'saturated_commands': str(self.saturated),
                  'references_taken': str(self.references)}
+        if self.params['linearization_rate'] > 0.0:
+            extra['linearizations'] = str(self.linearizations)
         rt = self.runtime
         if rt is not None:
             extra['joints_known'] = f'{int(rt.merger.has_position.sum())}/' \
@@ -593,6 +648,16 @@ class DynamicsNode(RbdNode):
                 extra['external_torque_peak'] = ', '.join(
                     f'{name} {x:.3g}' for name, x in zip(rt.robot.joint_names, self.peak))
         return extra
+
+
+def matrix_message(X: np.ndarray, rows: str, columns: str) -> Float64MultiArray:
+    """A 2-D matrix as Float64MultiArray, row-major: dim[0] the rows, dim[1] the columns
+    (std_msgs/MultiArrayLayout's convention: stride = the size of the block below)."""
+    r, c = X.shape
+    msg = Float64MultiArray(data=np.ascontiguousarray(X, dtype=float).ravel().tolist())
+    msg.layout.dim = [MultiArrayDimension(label=rows, size=r, stride=r * c),
+                      MultiArrayDimension(label=columns, size=c, stride=c)]
+    return msg
 
 
 def main(args=None) -> int:
