@@ -1,5 +1,5 @@
 """``warmup``: fill numba's cache for every rbd_ros.dynamics kernel, one compile group per core,
-and for the simulator's step.
+and for the simulator's step and dynamics_node's external-torque observer.
 
 Run once after installing (scripts/setup.sh does; on a ROS install ``ros2 run rbd_ros warmup``
 after ``colcon build``) so that no process compiles on its first message. Each group of
@@ -32,7 +32,10 @@ def main() -> int:
     warm_up(verbose=False)
     from rbd_ros.simulation.step import warm_up as warm_up_step   # the simulator's step
     warm_up_step()
-    print(f'rbd_ros.dynamics and simulator kernels ready in {time.perf_counter() - start:.1f} s')
+    from rbd_ros.control.observer import warm_up as warm_up_observer   # dynamics_node's observer
+    warm_up_observer()
+    print(f'rbd_ros.dynamics, simulator and observer kernels ready in '
+          f'{time.perf_counter() - start:.1f} s')
     return 0
 
 

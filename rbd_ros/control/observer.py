@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 import rbd_ros.dynamics as rbd
+from rbd_ros.dynamics._jit import compile_lock, kernel
 
 from .laws import FRICTION_SMOOTHING
 
@@ -35,44 +36,106 @@ from .laws import FRICTION_SMOOTHING
 class MomentumObserver:
     """One observer over a model's velocities (a floating base's six included: the base's
     rows then carry the external wrench on the base, in its frame). ``gain``: K in 1/s, one
-    value or one per velocity."""
+    value or one per velocity.
+
+    :meth:`update` runs at the sensor's rate (1 kHz in dynamics_node): M(q) and C(q, v) from
+    the core, g(q) from the caller when it has it, the rest in one compiled step
+    (:func:`observer_step`) over arrays allocated here once; r is updated in place."""
 
     def __init__(self, model: rbd.Model, gain):
         self.model = model
-        self.gain = np.broadcast_to(np.asarray(gain, dtype=float), (model.nv,)).copy()
         self.data = model.create_data()
+        n = model.nv
+        # the step's two tables: what it reads (damping, friction, K, the friction ramp) ...
+        self._consts = np.zeros((CONST_ROWS, n))
+        self._consts[C_DAMPING] = model.damping
+        self._consts[C_FRICTION] = model.friction
+        self._consts[C_RAMP] = FRICTION_SMOOTHING
+        # ... and what it carries from sample to sample (p(0), the integral, h, r)
+        self._state = np.zeros((STATE_ROWS, n))
+        self.gain = self._consts[C_GAIN]            # (views: set in place)
+        self.r = self._state[S_R]
+        self._started = False
+        self.set_gain(gain)
+        warm_up()       # compiled (or loaded from numba's cache) here, not on the first sample
+
+    def set_gain(self, gain) -> None:
+        """K (1/s), one value or one per velocity; 0 everywhere turns the observer off
+        (``enabled``). The observer starts again at the next sample."""
+        self.gain[:] = np.broadcast_to(np.asarray(gain, dtype=float), self.gain.shape)
+        self.enabled = bool(np.any(self.gain))
         self.reset()
 
     def reset(self) -> None:
         """Start again at the next sample (r = 0 there)."""
-        self._p0 = None
-        self.r = np.zeros(self.model.nv)
+        self._started = False
+        self.r[:] = 0.0
 
-    def state_torques(self, q, v):
-        """h = C^T v - g + tau_f at one sample."""
-        model, d = self.model, self.data
-        C = rbd.coriolis_matrix(model, q, v, data=d)
-        # (Coulomb friction: the sign of v, ramped over |v| < FRICTION_SMOOTHING: at rest the
-        # friction is whatever stiction holds, unknown; a sign of v at 1e-16 rad/s would show
-        # the whole friction level as an external torque)
-        friction = -(model.damping * v + model.friction
-                     * np.clip(v / FRICTION_SMOOTHING, -1.0, 1.0))
-        return C.T @ v - rbd.gravity_torques(model, q, data=d) + friction
-
-    def update(self, q, v, tau, dt: float | None) -> np.ndarray:
+    def update(self, q, v, tau, dt: float | None, g=None) -> np.ndarray:
         """The external torques r after a sample (q, v, measured tau), dt s after the previous
-        one (None: the first sample)."""
-        p = rbd.mass_matrix(self.model, q, data=self.data) @ v
-        h = self.state_torques(q, v)
-        if self._p0 is None or dt is None:
-            self._p0, self._integral, self._h, self.r = p, np.zeros_like(p), h, np.zeros_like(p)
-            return self.r
-        K, tau = self.gain, np.asarray(tau, dtype=float)
-        known = dt * tau + 0.5 * dt * (h + self._h)
-        r = K * (p - self._p0 - self._integral - known - 0.5 * dt * self.r) / (1.0 + 0.5 * K * dt)
-        self._integral = self._integral + known + 0.5 * dt * (r + self.r)
-        self._h, self.r = h, r
-        return r
+        one (None: the first sample); ``g``: g(q) when the caller has computed it. Returns
+        ``self.r``, overwritten by the next update."""
+        model, d = self.model, self.data
+        M = rbd.mass_matrix(model, q, data=d)
+        C = rbd.coriolis_matrix(model, q, v, data=d)
+        if g is None:
+            g = rbd.gravity_torques(model, q, data=d)
+        # (0: the first sample, which sets p(0))
+        step = float(dt) if dt is not None and self._started else 0.0
+        observer_step(M, C, g, np.asarray(v, dtype=float), np.asarray(tau, dtype=float),
+                      self._consts, self._state, step)
+        self._started = True
+        return self.r
+
+
+# rows of the step's tables (n values each)
+C_DAMPING, C_FRICTION, C_GAIN, C_RAMP, CONST_ROWS = 0, 1, 2, 3, 4
+S_P0, S_INTEGRAL, S_H, S_R, STATE_ROWS = 0, 1, 2, 3, 4
+
+
+@kernel
+def observer_step(M, C, g, v, tau, consts, state, dt):
+    """One sample of the observer, in place in ``state``: p = M v and h = C^T v - g + tau_f, with
+    tau_f = -damping v - friction clip(v / ramp, -1, 1) (Coulomb friction's sign of v, ramped
+    below ``ramp``: at rest the friction is whatever stiction holds, unknown; a sign of v at
+    1e-16 rad/s would show the whole friction level as an external torque). dt = 0 is the
+    first sample: p0 = p, the integral and r are 0. Otherwise the implicit step
+
+        known = dt tau + dt/2 (h + h_prev)
+        r_k = K (p - p0 - I - known - dt/2 r_{k-1}) / (1 + K dt/2)
+        I += known + dt/2 (r_k + r_{k-1})
+
+    and h_prev = h for the next. ``consts`` rows: damping, friction, K, ramp; ``state`` rows:
+    p0, I, h_prev, r (C_* and S_* above)."""
+    n = v.shape[0]
+    for i in range(n):
+        p = 0.0
+        ct_v = 0.0
+        for j in range(n):
+            p += M[i, j] * v[j]
+            ct_v += C[j, i] * v[j]                  # (C^T v)_i
+        ramp = min(max(v[i] / consts[3, i], -1.0), 1.0)
+        h = ct_v - g[i] - (consts[0, i] * v[i] + consts[1, i] * ramp)
+        if dt == 0.0:
+            state[0, i] = p
+            state[1, i] = 0.0
+            state[3, i] = 0.0
+        else:
+            K = consts[2, i]
+            r = state[3, i]
+            known = dt * tau[i] + 0.5 * dt * (h + state[2, i])
+            r_k = K * (p - state[0, i] - state[1, i] - known - 0.5 * dt * r) / (1.0 + 0.5 * K * dt)
+            state[1, i] += known + 0.5 * dt * (r_k + r)
+            state[3, i] = r_k
+        state[2, i] = h
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) :func:`observer_step`: one specialisation serves
+    every model (``warmup`` runs this; a MomentumObserver does it when it is made)."""
+    z, zz = np.zeros(1), np.zeros((1, 1))
+    with compile_lock():
+        observer_step(zz, zz, z, z, z, np.ones((CONST_ROWS, 1)), np.zeros((STATE_ROWS, 1)), 0.0)
 
 
 def external_wrench(model: rbd.Model, q, r, frame: str, joints=None) -> np.ndarray:
