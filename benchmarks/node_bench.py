@@ -90,7 +90,9 @@ STARTUP_SEED = 4
 #: a first torque later than this after the node was up counts as a wait for discovery
 DISCOVERY_LATE_S = 0.3
 TARGETS = {'added_p50_us': 50.0, 'added_p99_us': 200.0, 'cpu_pct': 35.0, 'rss_mb': 5.0,
-           'startup_s': 2.0}
+           'startup_s': 2.0, 'gc_pause_us': 1000.0}
+#: a message later than this (us) is counted as late: one period at 1 kHz
+LATE_US = 1000.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -143,11 +145,16 @@ def rss_mb(pid: int) -> float:
 # The relay (runs in its own process: python -m benchmarks.node_bench --relay)
 # --------------------------------------------------------------------------------------------
 
-def relay_main() -> int:
+def relay_main(raw: bool = False, outputs: int = 2, namespace: str = '') -> int:
     """A bare rclpy relay: every JointState on RELAY_IN is republished as it is, twice (two
     topics, as dynamics_node publishes gravity then forward dynamics), on the same QoS profiles
     and the same executor type as dynamics_node. It is the plain relay a ROS user writes
-    (typed messages in and out); dynamics_node's raw-bytes I/O is part of what is measured."""
+    (typed messages in and out); dynamics_node's raw-bytes I/O is part of what is measured.
+
+    ``raw``: bytes in, the same bytes out (rclpy's floor for a node that reads and writes
+    bytes, as dynamics_node does); ``outputs``: how many topics (the third and later:
+    ``~/joint_states_<k>``); ``namespace``: where its topics are (RELAY_IN and the outputs
+    under it)."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
     from sensor_msgs.msg import JointState
@@ -156,14 +163,15 @@ def relay_main() -> int:
     from rbd_ros.ros.qos import OUTPUT_QOS, joint_states_qos
 
     rclpy.init()
-    node = rclpy.create_node(RELAY_NODE)
-    pub = node.create_publisher(JointState, '~/joint_states', OUTPUT_QOS)
-    pub_2 = node.create_publisher(JointState, '~/joint_states_2', OUTPUT_QOS)
+    node = rclpy.create_node(RELAY_NODE, namespace=namespace or None)
+    pubs = [node.create_publisher(JointState, '~/joint_states' + (f'_{k + 1}' if k else ''),
+                                  OUTPUT_QOS) for k in range(outputs)]
 
     def relay(msg: JointState):
-        pub.publish(msg)
-        pub_2.publish(msg)
-    node.create_subscription(JointState, RELAY_IN, relay, joint_states_qos('sensor_data'))
+        for pub in pubs:
+            pub.publish(msg)
+    node.create_subscription(JointState, namespace + RELAY_IN, relay,
+                             joint_states_qos('sensor_data'), raw=raw)
     executor = make_executor()
     executor.add_node(node)
     try:
@@ -425,9 +433,10 @@ def latency_stats(sent_window, box: 'Receipts') -> dict:
     if lat:
         arr = np.asarray(lat, dtype=float) / 1e3
         p50, p90, p99 = np.percentile(arr, [50, 90, 99])
-        out.update(p50=float(p50), p90=float(p90), p99=float(p99), max=float(arr.max()))
+        out.update(p50=float(p50), p90=float(p90), p99=float(p99), max=float(arr.max()),
+                   late=int(np.count_nonzero(arr > LATE_US)))
     else:
-        out.update(p50=math.nan, p90=math.nan, p99=math.nan, max=math.nan)
+        out.update(p50=math.nan, p90=math.nan, p99=math.nan, max=math.nan, late=0)
     return out
 
 
@@ -540,6 +549,7 @@ def report(info: dict, relay: dict, dyn: dict, starts: list[float], out=print) -
     rss_span = max(rss) - min(rss) if rss else math.nan
     startup = statistics.median(starts) if starts else math.nan
     node = dyn.get('node', {})
+    gc_max = node.get('gc_pause_max_us', '-')
     lost_total = g['lost'] + f['lost']
     rows = [
         ('joint_states sent in the window (rate)',
@@ -555,8 +565,14 @@ def report(info: dict, relay: dict, dyn: dict, starts: list[float], out=print) -
          fmt(g['p90'] - r['p90']), '', ''),
         ('latency p99, us: gravity_torques', fmt(r['p99']), fmt(g['p99']), fmt(add99),
          f"< {TARGETS['added_p99_us']:.0f} added", verdict(add99 < TARGETS['added_p99_us'])),
-        ('latency max, us: gravity_torques', fmt(r['max']), fmt(g['max']),
-         fmt(g['max'] - r['max']), '', ''),
+        ('latency max, us: gravity_torques (what is left: below the table)', fmt(r['max']),
+         fmt(g['max']), fmt(g['max'] - r['max']), '', ''),
+        (f'messages later than {LATE_US:.0f} us: gravity_torques', str(r['late']),
+         str(g['late']), f"{g['late'] - r['late']:+d}", '', ''),
+        ('longest garbage-collector pause in the node, us (collections per generation)', '',
+         f"{gc_max} ({node.get('gc_collections', '-')})", '',
+         f"< {TARGETS['gc_pause_us']:.0f}",
+         verdict(float(gc_max) < TARGETS['gc_pause_us'] if gc_max != '-' else None)),
         ('latency p50 / p99, us: forward_dynamics (relay: its 2nd output)',
          f"{fmt(r2['p50'])} / {fmt(r2['p99'])}", f"{fmt(f['p50'])} / {fmt(f['p99'])}",
          f"{fmt(f['p50'] - r2['p50'])} / {fmt(f['p99'] - r2['p99'])}", '', ''),
@@ -592,6 +608,13 @@ def report(info: dict, relay: dict, dyn: dict, starts: list[float], out=print) -
     out('')
     (ra, rb), (ga, gb) = ([h[topic] for h in result['halves']]
                           for result, topic in ((relay, RELAY_OUT), (dyn, GRAVITY)))
+    out(f"What the max row holds: {r['late']} of the relay's and {g['late']} of the node's "
+        f"{g['sent']} messages came later than {LATE_US:.0f} us (worst: relay {fmt(r['max'])}, "
+        f"node {fmt(g['max'])} us). The node's own pauses are its garbage collector's (at most "
+        f"{gc_max} us, {node.get('gc_pauses_over_1ms', '-')} over 1 ms) and its core calls "
+        f"(p99 {node.get('compute_time_p99_us', '-')} us); the rest of a late message is time "
+        f"in which the process did not run (load average {info['load_after'].split()[0]} on "
+        f"{os.cpu_count()} cores), which the relay, doing nothing but republish, meets too.")
     out(f"p50 / p99 in the first and the second half of the run, us: relay {fmt(ra['p50'])} / "
         f"{fmt(ra['p99'])} and {fmt(rb['p50'])} / {fmt(rb['p99'])}; dynamics_node "
         f"{fmt(ga['p50'])} / {fmt(ga['p99'])} and {fmt(gb['p50'])} / {fmt(gb['p99'])} (added "
@@ -614,24 +637,33 @@ def report(info: dict, relay: dict, dyn: dict, starts: list[float], out=print) -
 # CPU per output enabled
 # --------------------------------------------------------------------------------------------
 
-#: dynamics_node configurations, each one output (or two) more than the row before:
-#: (label, parameters over dynamics_params_file's, whether a ~/reference runs, topics added).
-#: Every output of every row is subscribed to by the driver (an output nobody reads costs less
-#: in DDS than one a robot uses).
+#: dynamics_node configurations, each one thing more than the row before: (label, parameters
+#: over dynamics_params_file's, whether a ~/reference runs, topics it adds, whether the driver
+#: subscribes to them). An output nobody reads costs less than one a robot uses (no DDS
+#: delivery, no acknowledgements): the defaults are measured both ways, unread as issue 33
+#: measured them, then read.
 OUTPUT_ROWS = (
     ('gravity_torques, forward_dynamics (observer_gain: [0.0])', {'observer_gain': [0.0]},
-     False, (('gravity_torques', 'JointState'), ('forward_dynamics', 'JointTrajectory'))),
-    ('+ external_torques (the defaults)', {}, False, (('external_torques', 'JointState'),)),
+     False, (('gravity_torques', 'JointState'), ('forward_dynamics', 'JointTrajectory')), True),
+    ('+ external_torques, nobody subscribed (the defaults, as issue 33 measured)', {}, False,
+     (('external_torques', 'JointState'),), False),
+    ('+ a subscriber on external_torques (the defaults, read)', {}, False, (), True),
     ('+ external_wrench_estimate (external_wrench_frame: tool0)',
      {'external_wrench_frame': 'tool0'}, False,
-     (('external_wrench_estimate', 'WrenchStamped'),)),
+     (('external_wrench_estimate', 'WrenchStamped'),), True),
     ('+ inverse_dynamics, tracking_error (a ~/reference runs)',
      {'external_wrench_frame': 'tool0'}, True,
-     (('inverse_dynamics', 'JointState'), ('tracking_error', 'JointState'))),
+     (('inverse_dynamics', 'JointState'), ('tracking_error', 'JointState')), True),
     ('+ effort_commands (command_source: pd_feedforward)',
      {'external_wrench_frame': 'tool0', 'command_source': 'pd_feedforward'}, True,
-     (('effort_commands', 'Float64MultiArray'),)),
+     (('effort_commands', 'Float64MultiArray'),), True),
 )
+#: the rows of the observer off and the defaults (unread, read)
+OFF_ROW, DEFAULTS_UNREAD_ROW, DEFAULTS_ROW = 0, 1, 2
+#: relays of bytes (raw subscription, the same bytes published): on 2 topics, and on 3 whose
+#: third nobody reads: what rclpy and DDS take for one more output (the floor under a row that
+#: adds one), without any Python message
+RAW_RELAYS = (('raw2', 2), ('raw3', 3))
 #: the issue-33 targets: CPU of the defaults against the same node with the observer off, and
 #: of the defaults alone (% of one core, what the node took before the observer existed)
 CPU_TARGETS = {'defaults_over_observer_off': 1.10, 'defaults_pct': 28.0}
@@ -680,10 +712,21 @@ def cpu_phase(driver: Driver, tmp: str, names: list[str], *, warmup: float, dura
     try:
         children['relay'] = Child(relay_argv, os.path.join(tmp, 'cpu_relay.log'))
         wait_first(driver, children['relay'], 'relay', counts['relay'][RELAY_OUT], 60)
+        for target, outputs in RAW_RELAYS:   # rclpy's floor for bytes in and out
+            ns = f'/bench_{target}'
+            driver.add_target(target, ns + RELAY_IN)
+            counts[target] = {ns + RELAY_OUT: driver.listen(types['JointState'], ns + RELAY_OUT),
+                              ns + RELAY_OUT_2: driver.count(types['JointState'],
+                                                             ns + RELAY_OUT_2)}
+            children[target] = Child(relay_argv + ['--relay-raw', '--relay-outputs',
+                                                   str(outputs), '--relay-namespace', ns],
+                                     os.path.join(tmp, f'cpu_{target}.log'))
+            wait_first(driver, children[target], target, counts[target][ns + RELAY_OUT], 60)
         for variant, tree in trees:
-            topics = []
-            for k, (label, params, reference, added) in enumerate(OUTPUT_ROWS):
+            topics, unread = [], set()
+            for k, (label, params, reference, added, read) in enumerate(OUTPUT_ROWS):
                 topics += added
+                unread = set() if read else {topic for topic, _ in added}
                 target = f'{variant}{k}'
                 ns = f'/bench_{target}'
                 driver.add_target(target, f'{ns}/joint_states')
@@ -693,7 +736,7 @@ def cpu_phase(driver: Driver, tmp: str, names: list[str], *, warmup: float, dura
                 boxes = {topic: (driver.listen(types[kind], f'{ns}/{NODE}/{topic}')
                                  if topic == 'gravity_torques'
                                  else driver.count(types[kind], f'{ns}/{NODE}/{topic}'))
-                         for topic, kind in topics}
+                         for topic, kind in topics if topic not in unread}
                 counts[target] = boxes
                 diags[target] = driver.listen_diagnostics(f'{ns}/{NODE}')
                 say(f'  {variant} row {k + 1}: {label}')
@@ -702,7 +745,8 @@ def cpu_phase(driver: Driver, tmp: str, names: list[str], *, warmup: float, dura
                 if reference:
                     send_reference(driver, f'{ns}/{NODE}/reference', names)
                     driver.target = target
-                    ok = driver.spin_until(lambda b=boxes: b['inverse_dynamics'][0] > 0, 30)
+                    ok = driver.spin_until(lambda b=boxes: _received(b['inverse_dynamics']) > 0,
+                                           30)
                     driver.target = None
                     if not ok:
                         raise PhaseError(f'{target}: no inverse_dynamics after a reference; '
@@ -748,8 +792,17 @@ def report_cpu(info: dict, result: dict, baseline: str | None, out=print) -> lis
     rows = [['bare rclpy relay: each input republished on 2 topics (typed messages)', '2']
             + sum(([fmt(relay['cpu_pct'], 1), ''] for _ in variants), [])
             + [fmt(min(relay['received'].values()), 3), '']]
+    for (target, outputs), label in zip(RAW_RELAYS, (
+            'rclpy relay of bytes (raw in, the same bytes out) on 2 topics',
+            '... on 3 topics, the third unread (one more output: rclpy and DDS alone)')):
+        p = result[target]
+        added = '' if target == RAW_RELAYS[0][0] else \
+            f"{p['cpu_pct'] - result[RAW_RELAYS[0][0]]['cpu_pct']:+.1f}"
+        rows.append([label, str(outputs)] + sum(([fmt(p['cpu_pct'], 1), added]
+                                                 for _ in variants), [])
+                    + [fmt(min(p['received'].values()), 3), ''])
     n = 0
-    for k, (label, _, _, added) in enumerate(OUTPUT_ROWS):
+    for k, (label, _, _, added, _) in enumerate(OUTPUT_ROWS):
         n += len(added)
         row = [label, str(n)]
         for v in variants:
@@ -773,14 +826,24 @@ def report_cpu(info: dict, result: dict, baseline: str | None, out=print) -> lis
     for row in rows:
         out('| ' + ' | '.join(row) + ' |')
     out('')
+    limit = CPU_TARGETS['defaults_over_observer_off']
     for v in variants:
-        off, dflt = by[(v, 0)]['cpu_pct'], by[(v, 1)]['cpu_pct']
-        ratio = dflt / off if off > 0 else math.nan
-        out(f"{'baseline' if v == 'base' else 'this tree'}: the defaults take {ratio:.2f}x the "
-            f"CPU of the observer off (target <= {CPU_TARGETS['defaults_over_observer_off']:.2f}: "
-            f"{verdict(ratio <= CPU_TARGETS['defaults_over_observer_off'])}) and "
-            f"{dflt:.1f}% of one core (target < {CPU_TARGETS['defaults_pct']:.0f}: "
-            f"{verdict(dflt < CPU_TARGETS['defaults_pct'])}).")
+        off = by[(v, OFF_ROW)]['cpu_pct']
+        said = []
+        for row, how in ((DEFAULTS_UNREAD_ROW, 'unread'), (DEFAULTS_ROW, 'read')):
+            cpu = by[(v, row)]['cpu_pct']
+            ratio = cpu / off if off > 0 else math.nan
+            said.append(f"{how}: {ratio:.2f}x the observer off (target <= {limit:.2f}: "
+                        f"{verdict(ratio <= limit)}), {cpu:.1f}% of one core (target < "
+                        f"{CPU_TARGETS['defaults_pct']:.0f}: "
+                        f"{verdict(cpu < CPU_TARGETS['defaults_pct'])})")
+        out(f"{'baseline' if v == 'base' else 'this tree'}, the defaults: " + '; '.join(said)
+            + '.')
+    if baseline:
+        out(f"The defaults of this tree against the baseline's observer off (the node before "
+            f"the observer), same run: {by[('now', DEFAULTS_UNREAD_ROW)]['cpu_pct']:.1f}% unread, "
+            f"{by[('now', DEFAULTS_ROW)]['cpu_pct']:.1f}% read, against "
+            f"{by[('base', OFF_ROW)]['cpu_pct']:.1f}%.")
     return rows
 
 
@@ -973,9 +1036,12 @@ def main(argv=None) -> int:
                         help='another checkout (e.g. git worktree add /tmp/main main): its '
                         'dynamics_node runs beside this one, interleaved, in both tables')
     parser.add_argument('--relay', action='store_true', help=argparse.SUPPRESS)
+    parser.add_argument('--relay-raw', action='store_true', help=argparse.SUPPRESS)
+    parser.add_argument('--relay-outputs', type=int, default=2, help=argparse.SUPPRESS)
+    parser.add_argument('--relay-namespace', default='', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.relay:
-        return relay_main()
+        return relay_main(args.relay_raw, args.relay_outputs, args.relay_namespace)
     duration = args.duration if args.duration is not None else (1.0 if args.smoke else 60.0)
     cpu_duration = args.cpu_duration if args.cpu_duration is not None else \
         (1.0 if args.smoke else 15.0)
