@@ -130,10 +130,14 @@ def test_no_output_builds_a_python_message(ros, constructions, source):
     # the counting works: the node's own diagnostics still build theirs
     assert constructions['diagnostics', 'DiagnosticArray'] > 0
     # every input gave every output (what the probe received of them: best effort under load)
-    assert node.stats.published == published + len(OUTPUTS) * MESSAGES
+    assert node.stats.published == published + len(OUTPUTS) * MESSAGES, \
+        (node.stats.published - published, {name: getattr(node, name).readers for name in (
+            'pub_gravity', 'pub_fd', 'pub_external', 'pub_wrench', 'pub_id', 'pub_error',
+            'pub_cmd')})
     wait_until(lambda: all(len(box) > before[topic] for topic, box in boxes.items()),
                what='outputs of the run at the probe')
-    assert node.stats.internal_errors == 0 and not node.stats.rejected
+    assert node.stats.internal_errors == 0 and not node.stats.rejected, \
+        (node.stats.last_error, dict(node.stats.rejected))
     last = boxes['external_torques'][-1]
     assert list(last.name) == NAMES and len(last.effort) == 7 and not last.position
     assert boxes['external_wrench_estimate'][-1].header.frame_id == 'tool0'
@@ -159,3 +163,27 @@ def test_observer_gain_set_at_run_time_turns_the_observer_off_and_on(ros):
     wait_until(lambda: len(external) == 2, what='external torques again')
     assert list(external[-1].effort) == [0.0] * 7            # started over
     assert list(node.runtime.observer.gain) == [20.0] * 7
+
+
+def test_an_output_nobody_reads_is_not_sent_and_a_new_reader_gets_it(ros):
+    """Nobody subscribed, an output is neither filled nor sent (forward dynamics is not even
+    computed), while the observer behind ~/external_torques keeps running (collisions are
+    detected from it); a subscriber that comes gets the next message."""
+    node = ros.start(DynamicsNode, {'robot_description': ARM, 'joint_states_qos': 'reliable'})
+    gravity = ros.collect(JointState, '/rbd_dynamics/gravity_torques', RELIABLE)
+    states = ros.publisher(JointState, 'joint_states', RELIABLE, wait_for=1)
+    q, v, tau = np.full(7, 0.2), np.full(7, 0.1), np.full(7, 1.0)
+    states.publish(js(NAMES, q, v, tau, sec=1))
+    wait_until(lambda: gravity, what='gravity torques')
+    assert node.pub_external.readers == 0 and node.pub_fd.readers == 0
+    published = node.stats.published
+    states.publish(js(NAMES, q, v, tau, sec=1, nanosec=1_000_000))
+    wait_until(lambda: len(gravity) == 2, what='the second gravity output')
+    assert node.stats.published == published + 1               # gravity alone
+    assert node._observed is not None and node._observed[1] == 10**9 + 10**6   # it ran
+    external = ros.collect(JointState, '/rbd_dynamics/external_torques', RELIABLE)
+    wait_until(lambda: node.pub_external.readers == 1, what='the new reader matched')
+    states.publish(js(NAMES, q, v, tau, sec=1, nanosec=2_000_000))
+    wait_until(lambda: external, what='external torques')
+    assert (external[0].header.stamp.sec, external[0].header.stamp.nanosec) == (1, 2_000_000)
+    assert node.stats.published == published + 3

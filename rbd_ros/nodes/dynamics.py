@@ -39,7 +39,7 @@ from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of,
                                 per_command_joint, unique_names)
 from rbd_ros.ros.qos import COMMAND_QOS, LATCHED_QOS, OUTPUT_QOS, joint_states_qos
 from rbd_ros.ros.robot import Robot
-from rbd_ros.ros.wire import (SerializedMessage, float64_array_out, joint_state_out,
+from rbd_ros.ros.wire import (Output, SerializedMessage, float64_array_out, joint_state_out,
                              trajectory_point_out, wrench_out)
 
 PARAMS = {
@@ -150,16 +150,18 @@ class DynamicsNode(RbdNode):
             sub = self.subscribe_checked(Odometry, '~/base_state', self.on_base_state,
                                          joint_states_qos(p['joint_states_qos']), counted=False)
             self._base_topic = sub.topic_name
-        self.pub_gravity = self.create_publisher(JointState, '~/gravity_torques', OUTPUT_QOS)
-        self.pub_id = self.create_publisher(JointState, '~/inverse_dynamics', OUTPUT_QOS)
-        self.pub_fd = self.create_publisher(JointTrajectory, '~/forward_dynamics', OUTPUT_QOS)
-        self.pub_cmd = self.create_publisher(Float64MultiArray, '~/effort_commands', OUTPUT_QOS)
-        self.pub_error = self.create_publisher(JointState, '~/tracking_error', OUTPUT_QOS)
+        # the per-joint_states outputs (ros/wire.py): bytes out, and nothing done for an output
+        # nobody subscribes to
+        self.pub_gravity = Output(self, JointState, '~/gravity_torques', OUTPUT_QOS)
+        self.pub_id = Output(self, JointState, '~/inverse_dynamics', OUTPUT_QOS)
+        self.pub_fd = Output(self, JointTrajectory, '~/forward_dynamics', OUTPUT_QOS)
+        self.pub_cmd = Output(self, Float64MultiArray, '~/effort_commands', OUTPUT_QOS)
+        self.pub_error = Output(self, JointState, '~/tracking_error', OUTPUT_QOS)
+        self.pub_external = Output(self, JointState, '~/external_torques', OUTPUT_QOS)
+        self.pub_wrench = Output(self, WrenchStamped, '~/external_wrench_estimate',
+                                 OUTPUT_QOS) if p['external_wrench_frame'] else None
         self.pub_trajectory = self.create_publisher(JointTrajectory, '~/trajectory_out',
                                                     OUTPUT_QOS)
-        self.pub_external = self.create_publisher(JointState, '~/external_torques', OUTPUT_QOS)
-        self.pub_wrench = self.create_publisher(WrenchStamped, '~/external_wrench_estimate',
-                                                OUTPUT_QOS) if p['external_wrench_frame'] else None
         self.pub_collision = self.create_publisher(Bool, '~/collision', LATCHED_QOS)
         self.create_service(Trigger, '~/reset_collision', self.on_reset_collision)
         self.collision: list[str] = []       # the joints over threshold when it was detected
@@ -287,15 +289,18 @@ class DynamicsNode(RbdNode):
             raise Rejected('no_base_state', 'waiting for the first ~/base_state')
         return self.base.q, self.base.v
 
-    def _emit(self, pub, out: SerializedMessage, sec, nanosec, arrays, computed=None) -> bool:
+    def _emit(self, pub: Output, out: SerializedMessage, sec, nanosec, arrays,
+              computed=None) -> bool:
         """A per-joint_states output through the fast path: ``arrays`` written into ``out``'s
-        bytes (the fields it was made with, in order), stamped (sec, nanosec), published; not
-        published (counted, logged) when a value of ``computed`` (default: every array; the
-        echoed input passed its own check in the merger) is NaN or inf."""
+        bytes (the fields it was made with, in order), stamped (sec, nanosec), published when
+        anybody subscribes; False (counted, logged, not published) when a value of ``computed``
+        (default: every array; the echoed input passed its own check in the merger) is NaN or
+        inf."""
         if not all_finite(*(arrays if computed is None else computed)):   # never NaN or inf
             return self._non_finite(pub)
-        pub.publish(out.fill(sec, nanosec, *arrays))
-        self.stats.published += 1
+        if pub.readers:
+            pub.publish(out.fill(sec, nanosec, *arrays))
+            self.stats.published += 1
         return True
 
     def _publish(self, pub, msg, *arrays) -> bool:
@@ -346,11 +351,12 @@ class DynamicsNode(RbdNode):
         t = self._seconds(sec, nanosec)
         q_ref, v_ref, a_ref = ref.sample(t)
         v = robot.full_v(m.velocity, base_v)
-        if ref.active:                        # a reference runs: what it asks, and how far
+        if ref.active and self.pub_id.readers:    # a reference runs: what it asks, ...
             tau_ref = control_torques('inverse_dynamics', robot.model, q, v, robot.q_index,
                                       robot.v_index, q_ref, v_ref, a_ref, 0.0, 0.0,
                                       robot.continuous)
             self._emit(self.pub_id, rt.id_out, sec, nanosec, (q_ref, v_ref, tau_ref))
+        if ref.active and self.pub_error.readers:    # ... and how far
             e = tracking_error(q_ref, m.position, robot.continuous)
             e_dot = v_ref - m.velocity
             self._emit(self.pub_error, rt.error_out, sec, nanosec, (e, e_dot))
@@ -405,17 +411,18 @@ class DynamicsNode(RbdNode):
         if source not in ('none', 'gravity') or rt.reference.active:
             self._track(rt, sec, nanosec, q, base_v)
 
-        if has_effort and m.effort_complete:
+        if has_effort and m.effort_complete and (self.pub_fd.readers or rt.observer.enabled):
             if robot.direct_state:
                 v, tau = m.velocity, m.effort
             else:
                 v = robot.full_v(m.velocity, base_v)
                 tau = robot.full_v(m.effort)   # an unactuated floating base gets no torque
-            qdd = stats.timed(rbd.forward_dynamics, robot.model, q, v, tau)
-            if not robot.direct_state:
-                qdd = qdd[robot.v_index]
-            self._emit(self.pub_fd, rt.fd_out, sec, nanosec,
-                       (m.position, m.velocity, qdd, m.effort), (qdd,))
+            if self.pub_fd.readers:
+                qdd = stats.timed(rbd.forward_dynamics, robot.model, q, v, tau)
+                if not robot.direct_state:
+                    qdd = qdd[robot.v_index]
+                self._emit(self.pub_fd, rt.fd_out, sec, nanosec,
+                           (m.position, m.velocity, qdd, m.effort), (qdd,))
             if rt.observer.enabled:
                 self._observe(rt, sec, nanosec, q, v, tau, g_model)
 
@@ -434,7 +441,7 @@ class DynamicsNode(RbdNode):
         self._observed = (observer, t)
         joints = r if robot.direct_state else r[robot.v_index]
         self._emit(self.pub_external, rt.external_out, sec, nanosec, (joints,))
-        if rt.wrench_out is not None:
+        if rt.wrench_out is not None and self.pub_wrench.readers:
             w = external_wrench(robot.model, q, r, self.params['external_wrench_frame'],
                                 robot.v_index)
             self._emit(self.pub_wrench, rt.wrench_out, sec, nanosec, (w,))

@@ -2,14 +2,16 @@
 serialized once per model, with its names, and per message only its stamp and numbers are
 written into those bytes. No Python message is built per message.
 
-An output joins the fast path with a template made in the node's ``prepare`` (one per model:
-the names are in the bytes) and one ``fill`` per message::
+An output joins the fast path with a publisher, :class:`Output` (made once, in the node's
+``__init__``: it also knows whether anybody subscribes), a template made in the node's
+``prepare`` (one per model: the names are in the bytes) and one ``fill`` per message::
 
     out = joint_state_out(robot.joint_names, 'position', 'effort')   # JointState
     out = float64_array_out(len(command_joints))                     # Float64MultiArray
     out = trajectory_point_out(robot.joint_names, 'positions', 'accelerations')
     out = wrench_out(frame_id)                                       # WrenchStamped
-    publisher.publish(out.fill(sec, nanosec, position, effort))      # bytes, as they are
+    if output.readers:
+        output.publish(out.fill(sec, nanosec, position, effort))     # bytes, as they are
 
 Any other message whose per-message content is float64 fields (arrays of one length, or
 consecutive float64 scalars) goes through :class:`SerializedMessage` directly.
@@ -22,6 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time as TimeMsg
+from rclpy.event_handler import PublisherEventCallbacks, UnsupportedEventTypeError
 from rclpy.serialization import deserialize_message, serialize_message
 
 from .cdr import cdr_length
@@ -108,6 +111,32 @@ class SerializedMessage:
                 raise ValueError(f'expected {len(view)} values, got {len(values)}')
             view[:] = values
         return bytes(buf)
+
+
+class Output:
+    """The publisher of a per-message output, and how many subscriptions it has matched
+    (``readers``, from its matched events: a subscriber that comes or goes is seen by the next
+    message). Nobody reading, a node neither fills nor sends the output, and skips what only
+    that output needs: DDS delivers nothing to a subscriber before it is matched anyway, so no
+    subscriber sees a difference, and an output nobody reads costs nothing. Where the rmw has no
+    matched events, ``readers`` stays 1: every message is sent."""
+
+    def __init__(self, node, msg_type, topic: str, qos):
+        self.readers = 0
+        try:
+            self.publisher = node.create_publisher(
+                msg_type, topic, qos, event_callbacks=PublisherEventCallbacks(
+                    matched=self._matched))
+        except UnsupportedEventTypeError:     # (an rmw without matched events)
+            self.readers = 1
+            self.publisher = node.create_publisher(msg_type, topic, qos)
+        self.topic_name = self.publisher.topic_name
+
+    def _matched(self, info) -> None:
+        self.readers = info.current_count
+
+    def publish(self, data: bytes) -> None:
+        self.publisher.publish(data)
 
 
 # ---- the templates of dynamics_node's outputs -------------------------------------------------
