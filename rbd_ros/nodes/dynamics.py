@@ -402,8 +402,9 @@ class DynamicsNode(RbdNode):
             q = robot.full_q(m.position, base_q)
 
         # gravity compensation: g(q) for every joint_states message
-        g_model = stats.timed(rbd.gravity_torques, robot.model, q)   # (the observer's too)
-        g = g_model if robot.direct_state else g_model[robot.v_index]
+        g = stats.timed(rbd.gravity_torques, robot.model, q)
+        if not robot.direct_state:
+            g = g[robot.v_index]
         source = self._law()
         if self._emit(self.pub_gravity, rt.gravity_out, sec, nanosec, (m.position, g), (g,)) \
                 and source == 'gravity':
@@ -424,11 +425,11 @@ class DynamicsNode(RbdNode):
                 self._emit(self.pub_fd, rt.fd_out, sec, nanosec,
                            (m.position, m.velocity, qdd, m.effort), (qdd,))
             if rt.observer.enabled:
-                self._observe(rt, sec, nanosec, q, v, tau, g_model)
+                self._observe(rt, sec, nanosec, q, v, tau)
 
-    def _observe(self, rt: Runtime, sec, nanosec, q, v, tau, g) -> None:
-        """The external torques (control/observer.py) from this sample (g: g(q) over the
-        model's velocities), published; a collision when one passes its threshold."""
+    def _observe(self, rt: Runtime, sec, nanosec, q, v, tau) -> None:
+        """The external torques (control/observer.py) from this sample, published; a
+        collision when one passes its threshold."""
         observer, robot = rt.observer, rt.robot
         t = sec * 1_000_000_000 + nanosec
         last = self._observed
@@ -437,7 +438,7 @@ class DynamicsNode(RbdNode):
             dt = (t - last[1]) * 1e-9
             if not 0.0 < dt <= OBSERVER_GAP:     # (a gap or a clock reset: start again)
                 dt = None
-        r = self.stats.timed(observer.update, q, v, tau, dt, g)
+        r = self.stats.timed(observer.update, q, v, tau, dt)
         self._observed = (observer, t)
         joints = r if robot.direct_state else r[robot.v_index]
         self._emit(self.pub_external, rt.external_out, sec, nanosec, (joints,))
