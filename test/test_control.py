@@ -124,7 +124,8 @@ ARM = 'rbd_ros/robots/rbd_arm7.urdf'
 
 def test_the_observer_s_compiled_step_is_its_formula():
     """observer.py's docstring formula written in numpy: the same r to rounding over 2,000
-    random samples (the first sets p(0); r = 0 there); set_gain starts it again."""
+    random samples (the first sets p(0); r = 0 there); set_gain starts it again; the peak is
+    the largest |r| of them all, until reset_peak."""
     import pathlib
     model = rbd.Model.from_urdf(str(pathlib.Path(__file__).parent.parent / ARM))
     n = model.nv
@@ -135,7 +136,8 @@ def test_the_observer_s_compiled_step_is_its_formula():
     def b_of(q, v):        # n(q, v) - tau_f
         return rbd.nonlinear_effects(model, q, v) + model.damping * v \
             + model.friction * np.clip(v / FRICTION_SMOOTHING, -1.0, 1.0)
-    kept = None
+    kept, peak = None, np.zeros(n)
+    assert not observer.peaked
     for k in range(2000):
         q, v, tau = rng.uniform(-1, 1, n), rng.uniform(-2, 2, n), rng.uniform(-5, 5, n)
         dt = None if k in (0, 1000) else rng.uniform(5e-4, 2e-3)
@@ -154,7 +156,11 @@ def test_the_observer_s_compiled_step_is_its_formula():
             kept['I'] = kept['I'] + known + 0.5 * dt * (r + kept['r'])
             kept['r'] = r
             assert np.allclose(got, r, rtol=1e-12, atol=1e-12 * np.abs(r).max())
+            peak = np.maximum(peak, np.abs(r))
         kept.update(M=M, v=v, b=b)
+    assert observer.peaked and np.allclose(observer.peak, peak, rtol=1e-12)
+    observer.reset_peak()
+    assert not observer.peaked and not np.any(observer.peak)
     assert observer.enabled
     observer.set_gain(0.0)
     assert not observer.enabled

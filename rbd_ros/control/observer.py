@@ -46,7 +46,8 @@ class MomentumObserver:
 
     :meth:`update` runs at the sensor's rate (1 kHz in dynamics_node): M(q) and n(q, v) from
     the core's direct entry points, the rest in one compiled step (:func:`observer_step`) over
-    arrays allocated here once; r is updated in place."""
+    arrays allocated here once; r is updated in place, and so is ``peak``: the largest |r| per
+    velocity since the observer was made or :meth:`reset_peak` (``peaked``: any since)."""
 
     def __init__(self, model: rbd.Model, gain):
         self.model = model
@@ -57,11 +58,14 @@ class MomentumObserver:
         self._consts[C_DAMPING] = model.damping
         self._consts[C_FRICTION] = model.friction
         self._consts[C_RAMP] = FRICTION_SMOOTHING
-        # ... and what it carries from sample to sample (p(0), the integral, b, r, v; M)
+        # ... and what it carries from sample to sample (p(0), the integral, b, r, v, the
+        # peak; M)
         self._state = np.zeros((STATE_ROWS, n))
         self._M = np.zeros((n, n))
         self.gain = self._consts[C_GAIN]            # (views: set in place)
         self.r = self._state[S_R]
+        self.peak = self._state[S_PEAK]
+        self.peaked = False
         self._started = False
         self.set_gain(gain)
         warm_up()       # compiled (or loaded from numba's cache) here, not on the first sample
@@ -74,9 +78,13 @@ class MomentumObserver:
         self.reset()
 
     def reset(self) -> None:
-        """Start again at the next sample (r = 0 there)."""
+        """Start again at the next sample (r = 0 there); the peak stays."""
         self._started = False
         self.r[:] = 0.0
+
+    def reset_peak(self) -> None:
+        self.peak[:] = 0.0
+        self.peaked = False
 
     def update(self, q, v, tau, dt: float | None) -> np.ndarray:
         """The external torques r after a sample (q, v, measured tau), dt s after the previous
@@ -88,13 +96,14 @@ class MomentumObserver:
         step = float(dt) if dt is not None and self._started else 0.0
         observer_step(M, n, np.asarray(v, dtype=float), np.asarray(tau, dtype=float),
                       self._consts, self._state, self._M, step)
+        self.peaked = self.peaked or step != 0.0
         self._started = True
         return self.r
 
 
 # rows of the step's tables (n values each)
 C_DAMPING, C_FRICTION, C_GAIN, C_RAMP, CONST_ROWS = 0, 1, 2, 3, 4
-S_P0, S_INTEGRAL, S_B, S_R, S_V, STATE_ROWS = 0, 1, 2, 3, 4, 5
+S_P0, S_INTEGRAL, S_B, S_R, S_V, S_PEAK, STATE_ROWS = 0, 1, 2, 3, 4, 5, 6
 
 
 @kernel
@@ -109,8 +118,9 @@ def observer_step(M, n, v, tau, consts, state, M_prev, dt):
         r_k = K (p - p0 - I - known - dt/2 r_{k-1}) / (1 + K dt/2)
         I += known + dt/2 (r_k + r_{k-1})
 
-    then b, v and M are kept for the next. ``consts`` rows: damping, friction, K, ramp;
-    ``state`` rows: p0, I, b_prev, r, v_prev (C_* and S_* above)."""
+    then b, v and M are kept for the next, and peak = max(peak, |r_k|). ``consts`` rows:
+    damping, friction, K, ramp; ``state`` rows: p0, I, b_prev, r, v_prev, peak (C_* and S_*
+    above)."""
     nv = v.shape[0]
     for i in range(nv):
         p = 0.0
@@ -131,6 +141,7 @@ def observer_step(M, n, v, tau, consts, state, M_prev, dt):
             r_k = K * (p - state[0, i] - state[1, i] - known - 0.5 * dt * r) / (1.0 + 0.5 * K * dt)
             state[1, i] += known + 0.5 * dt * (r_k + r)
             state[3, i] = r_k
+            state[5, i] = max(state[5, i], abs(r_k))
         state[2, i] = b
     for i in range(nv):                             # (after: every row above read the old ones)
         state[4, i] = v[i]

@@ -166,7 +166,6 @@ class DynamicsNode(RbdNode):
         self.create_service(Trigger, '~/reset_collision', self.on_reset_collision)
         self.collision: list[str] = []       # the joints over threshold when it was detected
         self.collisions = 0
-        self.peak = None                     # max |external torque| per joint since a reset
         self._observed = None                # (observer, stamp in ns) of its last sample
         self.start()
         self.pub_collision.publish(Bool(data=False))
@@ -215,8 +214,21 @@ class DynamicsNode(RbdNode):
             rt.observer.set_gain(self._observer_gain(rt.robot))
 
     def carry_state(self, old: Runtime, new: Runtime) -> Runtime:
-        """A payload changed the model, not the robot: the reference runs on."""
+        """A payload changed the model, not the robot: the reference runs on, and the peak
+        of the external torques stays."""
+        if old.observer.peaked:
+            new.observer.peak[:] = old.observer.peak
+            new.observer.peaked = True
         return dataclasses.replace(new, reference=old.reference)
+
+    @property
+    def peak(self) -> np.ndarray | None:
+        """The largest |external torque| per joint since the model, or ~/reset_collision (None
+        before any)."""
+        rt = self.runtime
+        if rt is None or not rt.observer.peaked:
+            return None
+        return rt.observer.peak if rt.robot.direct_state else rt.observer.peak[rt.robot.v_index]
 
     @staticmethod
     def _check_gains(name, values, count):
@@ -293,14 +305,15 @@ class DynamicsNode(RbdNode):
               computed=None) -> bool:
         """A per-joint_states output through the fast path: ``arrays`` written into ``out``'s
         bytes (the fields it was made with, in order), stamped (sec, nanosec), published when
-        anybody subscribes; False (counted, logged, not published) when a value of ``computed``
-        (default: every array; the echoed input passed its own check in the merger) is NaN or
-        inf."""
+        anybody subscribes (nothing done otherwise); False (counted, logged, not published) when
+        a value of ``computed`` (default: every array; the echoed input passed its own check in
+        the merger) is NaN or inf."""
+        if not pub.readers:
+            return True
         if not all_finite(*(arrays if computed is None else computed)):   # never NaN or inf
             return self._non_finite(pub)
-        if pub.readers:
-            pub.publish(out.fill(sec, nanosec, *arrays))
-            self.stats.published += 1
+        pub.publish(out.fill(sec, nanosec, *arrays))
+        self.stats.published += 1
         return True
 
     def _publish(self, pub, msg, *arrays) -> bool:
@@ -446,15 +459,9 @@ class DynamicsNode(RbdNode):
             w = external_wrench(robot.model, q, r, self.params['external_wrench_frame'],
                                 robot.v_index)
             self._emit(self.pub_wrench, rt.wrench_out, sec, nanosec, (w,))
-        if dt is None:
-            return
-        size = np.abs(joints)
-        if self.peak is None or len(self.peak) != len(size):
-            self.peak = size
-        else:
-            np.maximum(self.peak, size, out=self.peak)
         threshold = self.params['collision_threshold']
-        if threshold and not self.collision:
+        if threshold and dt is not None and not self.collision:
+            size = np.abs(joints)
             over = size > np.broadcast_to(np.asarray(threshold, dtype=float), size.shape)
             if np.any(over):
                 self._collide(rt, over, joints)
@@ -478,7 +485,8 @@ class DynamicsNode(RbdNode):
     def on_reset_collision(self, request, response):
         was = self.collision
         self.collision = []
-        self.peak = None
+        if self.runtime is not None:
+            self.runtime.observer.reset_peak()
         self.pub_collision.publish(Bool(data=False))
         response.success = True
         response.message = (f'collision on {", ".join(was)} cleared' if was
