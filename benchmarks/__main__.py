@@ -1,14 +1,15 @@
 """Every benchmark in one run, or one of them:
 
-    .venv/bin/python -m benchmarks [dynamics | sim | node | analyze] [--smoke]
+    .venv/bin/python -m benchmarks [dynamics | sim | nodes | analyze] [--smoke]
     .venv/bin/python -m benchmarks analyze --fleet K --seconds S --workers 1,2,4,8,16
 
 1. ``dynamics``: the dynamics core against Pinocchio, side by side: per-call medians and
    batched throughput (benchmarks/dynamics_bench.py);
 2. ``sim``: the simulator's step against MuJoCo's on the same URDF, dt and contacts: us per
    step and the real-time factor (benchmarks/sim_bench.py);
-3. ``node``: dynamics_node at 1 kHz against a bare rclpy relay on the same transport: added
-   latency percentiles, lost messages, CPU, resident memory, start-up
+3. ``nodes`` (or ``node``): dynamics_node at 1 kHz against a bare rclpy relay on the same
+   transport: added latency percentiles, lost messages, CPU, resident memory, start-up; then
+   the CPU per output enabled, one dynamics_node per configuration beside the relay
    (benchmarks/node_bench.py);
 4. ``analyze``: ``python -m rbd_ros analyze`` end to end on rosbag2 logs against the script a
    user would write, each stage's time, the start-up, 1 and 2 Dask workers; with ``--fleet``,
@@ -28,8 +29,10 @@ from benchmarks import analyze_bench, dynamics_bench, node_bench, sim_bench
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='python -m benchmarks',
                                      description='rbd_ros benchmarks, all in one run')
-    parser.add_argument('which', nargs='?', choices=('all', 'dynamics', 'sim', 'node', 'analyze'),
-                        default='all', help='one benchmark (default: all of them)')
+    parser.add_argument('which', nargs='?',
+                        choices=('all', 'dynamics', 'sim', 'nodes', 'node', 'analyze'),
+                        default='all', help='one benchmark (default: all of them; node is '
+                        'nodes)')
     parser.add_argument('--smoke', action='store_true', help='a few seconds in all')
     args, rest = parser.parse_known_args(argv)
     if rest and args.which != 'analyze':
@@ -44,7 +47,7 @@ def main(argv=None):
     if args.which in ('all', 'sim'):
         print('\n## the simulator\'s step vs MuJoCo\n', flush=True)
         status |= sim_bench.run(smoke=args.smoke)
-    if args.which in ('all', 'node'):
+    if args.which in ('all', 'nodes', 'node'):
         print('\n## dynamics_node at 1 kHz vs a bare rclpy relay\n', flush=True)
         status |= node_bench.main(['--smoke'] if args.smoke else [])
     if args.which in ('all', 'analyze'):

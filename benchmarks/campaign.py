@@ -447,6 +447,11 @@ def run(args) -> int:
             (f'driver pauses over {1e3 * MAX_LATE:.0f} ms, schedule restarted (whole run) / '
              'longest, ms',
              f'{c.driver_pauses} / {1e3 * c.driver_max_late:.0f}'),
+            ('garbage collector in dynamics_node, whole run: collections per generation / '
+             'longest pause, us: wall (its generation), CPU / pauses over 1 ms',
+             f"{d.get('gc_collections', '?')} / {d.get('gc_pause_max_us', '?')} "
+             f"({d.get('gc_pause_max_generation', '?')}), {d.get('gc_pause_cpu_max_us', '?')} / "
+             f"{d.get('gc_pauses_over_1ms', '?')}"),
             ('RSS dynamics_node, MB: start / before soak / end', f"{rss['dynamics']:.1f} / {rss_soak0:.1f} / {rss_end['dynamics']:.1f}"),
             ('RSS sim_node, MB: start / end', f"{rss['sim']:.1f} / {rss_end['sim']:.1f}"),
             ('RSS frames_node, MB: start / end', f"{rss['frames']:.1f} / {rss_end['frames']:.1f}"),

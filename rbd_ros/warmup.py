@@ -1,5 +1,6 @@
 """``warmup``: fill numba's cache for every rbd_ros.dynamics kernel, one compile group per core,
-for the simulator's step and for the offline analysis's loops (rbd_ros/analysis/kernels.py).
+for the simulator's step, dynamics_node's external-torque observer and the offline analysis's
+loops (rbd_ros/analysis/kernels.py).
 
 Run once after installing (scripts/setup.sh does; on a ROS install ``ros2 run rbd_ros warmup``
 after ``colcon build``) so that no process compiles on its first message. Each group of
@@ -31,9 +32,11 @@ def main() -> int:
     from rbd_ros.dynamics.warmup import warm_up
     warm_up(verbose=False)
     warm_up_simulator()
+    from rbd_ros.control.observer import warm_up as warm_up_observer   # dynamics_node's observer
+    warm_up_observer()
     from rbd_ros.analysis.kernels import warm_up as warm_up_analysis   # `analyze`'s loops
     warm_up_analysis()
-    print(f'rbd_ros.dynamics, simulator and analysis kernels ready in '
+    print(f'rbd_ros.dynamics, simulator, observer and analysis kernels ready in '
           f'{time.perf_counter() - start:.1f} s')
     return 0
 

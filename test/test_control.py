@@ -1,5 +1,7 @@
 """The ROS-free control pieces: trajectory sampling equals an independent spline evaluation
-(scipy), JTC's rules before, between and after the points, and the control laws' formulas."""
+(scipy), JTC's rules before, between and after the points, the control laws' formulas, and
+the external-torque observer (its compiled step is its formula; without contact it stays at
+its integration error; it follows a constant external torque)."""
 import math
 
 import numpy as np
@@ -7,6 +9,8 @@ import pytest
 
 import rbd_ros.dynamics as rbd
 from rbd_ros.control import Reference, Trajectory, control_torques, tracking_error
+from rbd_ros.control.laws import FRICTION_SMOOTHING
+from rbd_ros.control.observer import MomentumObserver
 from urdf_factory import random_urdf
 
 interpolate = pytest.importorskip('scipy.interpolate')
@@ -166,3 +170,100 @@ def test_linearization_equals_finite_differences_of_the_step(floating):
     assert np.allclose(A, np.block([[eye + dt ** 2 * Fq, dt * eye + dt ** 2 * Fv],
                                     [dt * Fq, eye + dt * Fv]]), rtol=0, atol=1e-14)
     assert np.allclose(B, np.vstack([dt ** 2 * Minv, dt * Minv]), rtol=0, atol=1e-14)
+
+
+ARM = 'rbd_ros/robots/rbd_arm7.urdf'
+
+
+def test_the_observer_s_compiled_step_is_its_formula():
+    """observer.py's docstring formula written in numpy: the same r to rounding over 2,000
+    random samples (the first sets p(0); r = 0 there); set_gain starts it again; the peak is
+    the largest |r| of them all, until reset_peak."""
+    import pathlib
+    model = rbd.Model.from_urdf(str(pathlib.Path(__file__).parent.parent / ARM))
+    n = model.nv
+    K = np.linspace(10.0, 80.0, n)
+    observer = MomentumObserver(model, K)
+    rng = np.random.default_rng(2)
+
+    def b_of(q, v):        # n(q, v) - tau_f
+        return rbd.nonlinear_effects(model, q, v) + model.damping * v \
+            + model.friction * np.clip(v / FRICTION_SMOOTHING, -1.0, 1.0)
+    kept, peak = None, np.zeros(n)
+    assert not observer.peaked
+    for k in range(2000):
+        q, v, tau = rng.uniform(-1, 1, n), rng.uniform(-2, 2, n), rng.uniform(-5, 5, n)
+        dt = None if k in (0, 1000) else rng.uniform(5e-4, 2e-3)
+        if k == 1000:
+            observer.set_gain(K)            # starts again: this sample is a first one
+        got = observer.update(q, v, tau, dt).copy()
+        M, b = rbd.mass_matrix(model, q), b_of(q, v)
+        if dt is None:
+            kept = dict(p0=M @ v, I=np.zeros(n), r=np.zeros(n))
+            assert np.all(got == 0.0)
+        else:
+            known = dt * tau + 0.5 * (M - kept['M']) @ (v + kept['v']) \
+                - 0.5 * dt * (b + kept['b'])
+            r = K * (M @ v - kept['p0'] - kept['I'] - known - 0.5 * dt * kept['r']) \
+                / (1.0 + 0.5 * K * dt)
+            kept['I'] = kept['I'] + known + 0.5 * dt * (r + kept['r'])
+            kept['r'] = r
+            assert np.allclose(got, r, rtol=1e-12, atol=1e-12 * np.abs(r).max())
+            peak = np.maximum(peak, np.abs(r))
+        kept.update(M=M, v=v, b=b)
+    assert observer.peaked and np.allclose(observer.peak, peak, rtol=1e-12)
+    observer.reset_peak()
+    assert not observer.peaked and not np.any(observer.peak)
+    assert observer.enabled
+    observer.set_gain(0.0)
+    assert not observer.enabled
+
+
+def _driven_arm(model, seconds, external):
+    """The arm under a drive torque held over each 1 ms period (gravity + a wobble of 1.5 N m),
+    RK4 at 0.1 ms, plus ``external(t)``: samples (t, q, v, held tau, tau_ext) at 1 kHz."""
+    n = model.nv
+    q, v, h, t = np.full(n, 0.3), np.zeros(n), 1e-4, 0.0
+    samples, held = [], None
+    for k in range(int(round(seconds / h))):
+        if k % 10 == 0:
+            held = 1.5 * np.sin(2 * np.pi * 1.3 * t + np.arange(n)) + \
+                rbd.gravity_torques(model, q)
+        ext = external(t)
+
+        def f(qq, vv):
+            return vv, rbd.forward_dynamics(model, qq, vv, held + ext - model.damping * vv)
+        k1 = f(q, v)
+        k2 = f(q + h / 2 * k1[0], v + h / 2 * k1[1])
+        k3 = f(q + h / 2 * k2[0], v + h / 2 * k2[1])
+        k4 = f(q + h * k3[0], v + h * k3[1])
+        q = q + h / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
+        v = v + h / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
+        t += h
+        if (k + 1) % 10 == 0:
+            samples.append((t, q, v, held, ext))
+    return samples
+
+
+def test_the_observer_stays_at_its_integration_error_and_follows_an_external_torque():
+    """The docstring's figure: the arm (damping, no Coulomb friction: stiction would make the
+    reference simulation stiff) moving at up to 8 rad/s without contact: |r| below 1e-3 N m;
+    with 2 N m on joint 3 from 0.8 s on, r is that torque within 1e-3 N m 0.3 s later (six
+    time constants at K = 50)."""
+    import pathlib
+    urdf = (pathlib.Path(__file__).parent.parent / ARM).read_text()
+    model = rbd.Model.from_urdf(urdf).with_joint_dynamics(
+        None, {name: 0.0 for name in rbd.Model.from_urdf(urdf).joint_names})
+    n = model.nv
+    push = np.zeros(n)
+    push[2] = 2.0
+    for external, check in ((lambda t: np.zeros(n), lambda t: t > 0.05),
+                            (lambda t: push if t > 0.8 else np.zeros(n), lambda t: t > 1.1)):
+        observer = MomentumObserver(model, 50.0)
+        worst, fastest = 0.0, 0.0
+        for k, (t, q, v, tau, ext) in enumerate(_driven_arm(model, 1.5, external)):
+            r = observer.update(q, v, tau, None if k == 0 else 1e-3)
+            fastest = max(fastest, np.abs(v).max())
+            if check(t):
+                worst = max(worst, np.abs(r - ext).max())
+        assert worst < 1e-3 and 5.0 < fastest < 10.0, (worst, fastest)

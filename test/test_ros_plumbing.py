@@ -17,6 +17,7 @@ from rbd_ros.ros import joint_states, messages, params, qos  # noqa: E402
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected  # noqa: E402
 from rbd_ros.ros.robot import load_robot  # noqa: E402
 from rbd_ros.ros.joint_state_bytes import JointStateDecoder  # noqa: E402
+from rbd_ros.ros import wire  # noqa: E402
 from rbd_ros.ros.wire import SerializedMessage  # noqa: E402
 
 
@@ -240,6 +241,55 @@ def test_serialized_message_is_the_message():
     empty = JointState()   # a model without single-DoF joints
     out = SerializedMessage(empty, empty.header, [(empty, 'position')], 0)
     assert deserialize_message(out.fill(1, 2, []), JointState) == js([], sec=1, nanosec=2)
+
+
+def test_every_output_template_fills_the_message_it_names():
+    """wire.py's templates (every per-joint_states output of dynamics_node): the bytes of fill
+    deserialize to the message built as Python, for each; the buffer is reused, so a second
+    fill gives the second message and leaves the first one's bytes as they were."""
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.serialization import deserialize_message
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    names = ['j1', 'joint_two', 'j3']
+    rng = np.random.default_rng(11)
+    for fields in (('position', 'effort'), ('position', 'velocity', 'effort'),
+                   ('position', 'velocity'), ('effort',)):
+        out = wire.joint_state_out(names, *fields)
+        arrays = [rng.normal(size=3) for _ in fields]
+        first = out.fill(7, 8, *arrays)
+        want = js(names, sec=7, nanosec=8, **dict(zip(fields, arrays)))
+        assert deserialize_message(first, JointState) == want
+        second = [rng.normal(size=3) for _ in fields]
+        assert deserialize_message(out.fill(9, 10, *second), JointState) == \
+            js(names, sec=9, nanosec=10, **dict(zip(fields, second)))
+        assert deserialize_message(first, JointState) == want
+    out = wire.trajectory_point_out(names, 'positions', 'accelerations')
+    pos, acc = rng.normal(size=3), rng.normal(size=3)
+    want = JointTrajectory(joint_names=names, points=[JointTrajectoryPoint(
+        positions=pos.tolist(), accelerations=acc.tolist())])
+    want.header.stamp = Time(sec=3, nanosec=4)
+    assert deserialize_message(out.fill(3, 4, pos, acc), JointTrajectory) == want
+    out = wire.float64_array_out(4)
+    assert out.msg_type is Float64MultiArray
+    data = [1.5, -2.0, 1e300, 0.0]
+    assert deserialize_message(out.fill(5, 6, data), Float64MultiArray) == \
+        Float64MultiArray(data=data)                      # (unstamped: the stamp is ignored)
+    out = wire.wrench_out('tool0')
+    w = rng.normal(size=6)
+    got = deserialize_message(out.fill(1, 2, w), WrenchStamped)
+    assert got.header.frame_id == 'tool0' and (got.header.stamp.sec, got.header.stamp.nanosec) \
+        == (1, 2)
+    f, t = got.wrench.force, got.wrench.torque
+    assert [f.x, f.y, f.z, t.x, t.y, t.z] == w.tolist()
+    with pytest.raises(ValueError):
+        out.fill(1, 2, w[:5])                             # a length that is not the field's
+    with pytest.raises(ValueError):
+        out.fill(1, 2, w, w)                              # more arrays than fields
+    scattered = WrenchStamped()                           # scalars not one after the other
+    with pytest.raises(RuntimeError):
+        SerializedMessage(scattered, scattered.header,
+                          [[(scattered.wrench.force, 'x'), (scattered.wrench.torque, 'z')]])
 
 
 def test_a_clock_reset_is_taken_and_counted_not_a_lockout():

@@ -14,7 +14,8 @@ at ``linearization_rate`` (not per message) ``~/linearization/A``, ``~/lineariza
 (Float64MultiArray) and ``~/linearization/state`` (JointState): the discrete-time linearisation
 about the latest joint state (rbd_ros.control.linearization); ``/diagnostics``.
 Gravity compensation is published in :meth:`DynamicsNode.on_joint_states`.
-Parameters: config/rbd.yaml; behaviour: docs/ros.md.
+Every per-joint_states output is written into bytes serialized once per model (ros/wire.py):
+no Python message is built per message. Parameters: config/rbd.yaml; behaviour: docs/ros.md.
 """
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ import dataclasses
 import time
 
 import numpy as np
-from builtin_interfaces.msg import Time
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
@@ -37,13 +37,14 @@ from rbd_ros.control.linearization import semi_implicit_euler_linearization
 from rbd_ros.control.observer import MomentumObserver, external_wrench
 from rbd_ros.ros.joint_state_bytes import JointStateDecoder
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected, all_finite, stamp_ns
-from rbd_ros.ros.messages import joint_state, odometry_to_base
+from rbd_ros.ros.messages import odometry_to_base
 from rbd_ros.ros.node import COMMON_PARAMS, JOINT_STATES_QOS, MODEL_PARAMS, RbdNode, node_main
 from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of,
                                 per_command_joint, positive, unique_names)
 from rbd_ros.ros.qos import COMMAND_QOS, LATCHED_QOS, OUTPUT_QOS, joint_states_qos
 from rbd_ros.ros.robot import Robot
-from rbd_ros.ros.wire import SerializedMessage
+from rbd_ros.ros.wire import (Output, SerializedMessage, float64_array_out, joint_state_out,
+                             trajectory_point_out, wrench_out)
 
 PARAMS = {
     **COMMON_PARAMS,
@@ -109,10 +110,16 @@ class Runtime:
     merger: JointStateMerger
     command_names: tuple[str, ...]
     command_slots: np.ndarray     # positions in robot.joint_names of command_joints
-    # the two per-joint_states outputs, serialized once with the joint names (hot path)
-    gravity_out: SerializedMessage   # JointState: stamp, position, effort
-    fd_out: SerializedMessage        # JointTrajectory: stamp, positions, velocities,
-    #                                  accelerations, effort of points[0]
+    # the per-joint_states outputs, serialized once with the joint names (ros/wire.py); per
+    # message DynamicsNode._emit fills in the stamp and the arrays, in this order:
+    gravity_out: SerializedMessage   # JointState: position, effort
+    fd_out: SerializedMessage        # JointTrajectory, one point: positions, velocities,
+    #                                  accelerations, effort
+    id_out: SerializedMessage        # JointState: position, velocity, effort (reference, ID)
+    error_out: SerializedMessage     # JointState: position, velocity (e, e_dot)
+    command_out: SerializedMessage   # Float64MultiArray: data (command_joints order; unstamped)
+    external_out: SerializedMessage  # JointState: effort (the observer's r)
+    wrench_out: SerializedMessage | None   # WrenchStamped: [f; tau] (external_wrench_frame)
     reference: Reference             # per JointState joint: held positions and trajectories
     observer: MomentumObserver       # the external torques (the model's velocities)
 
@@ -153,21 +160,22 @@ class DynamicsNode(RbdNode):
             sub = self.subscribe_checked(Odometry, '~/base_state', self.on_base_state,
                                          joint_states_qos(p['joint_states_qos']), counted=False)
             self._base_topic = sub.topic_name
-        self.pub_gravity = self.create_publisher(JointState, '~/gravity_torques', OUTPUT_QOS)
-        self.pub_id = self.create_publisher(JointState, '~/inverse_dynamics', OUTPUT_QOS)
-        self.pub_fd = self.create_publisher(JointTrajectory, '~/forward_dynamics', OUTPUT_QOS)
-        self.pub_cmd = self.create_publisher(Float64MultiArray, '~/effort_commands', OUTPUT_QOS)
-        self.pub_error = self.create_publisher(JointState, '~/tracking_error', OUTPUT_QOS)
+        # the per-joint_states outputs (ros/wire.py): bytes out, and nothing done for an output
+        # nobody subscribes to
+        self.pub_gravity = Output(self, JointState, '~/gravity_torques', OUTPUT_QOS)
+        self.pub_id = Output(self, JointState, '~/inverse_dynamics', OUTPUT_QOS)
+        self.pub_fd = Output(self, JointTrajectory, '~/forward_dynamics', OUTPUT_QOS)
+        self.pub_cmd = Output(self, Float64MultiArray, '~/effort_commands', OUTPUT_QOS)
+        self.pub_error = Output(self, JointState, '~/tracking_error', OUTPUT_QOS)
+        self.pub_external = Output(self, JointState, '~/external_torques', OUTPUT_QOS)
+        self.pub_wrench = Output(self, WrenchStamped, '~/external_wrench_estimate',
+                                 OUTPUT_QOS) if p['external_wrench_frame'] else None
         self.pub_trajectory = self.create_publisher(JointTrajectory, '~/trajectory_out',
                                                     OUTPUT_QOS)
-        self.pub_external = self.create_publisher(JointState, '~/external_torques', OUTPUT_QOS)
-        self.pub_wrench = self.create_publisher(WrenchStamped, '~/external_wrench_estimate',
-                                                OUTPUT_QOS) if p['external_wrench_frame'] else None
         self.pub_collision = self.create_publisher(Bool, '~/collision', LATCHED_QOS)
         self.create_service(Trigger, '~/reset_collision', self.on_reset_collision)
         self.collision: list[str] = []       # the joints over threshold when it was detected
         self.collisions = 0
-        self.peak = None                     # max |external torque| per joint since a reset
         self._observed = None                # (observer, stamp in ns) of its last sample
         self.linearizations = 0
         if p['linearization_rate'] > 0.0:    # a timer of its own: nothing per joint_states
@@ -195,19 +203,19 @@ class DynamicsNode(RbdNode):
         for gain in ('kp', 'kd'):
             self._check_gains(gain, self.params[gain], len(names))
         old = self.runtime
-        count = len(robot.joint_names)
-        gravity = JointState(name=list(robot.joint_names))
-        point = JointTrajectoryPoint()
-        fd = JointTrajectory(joint_names=list(robot.joint_names), points=[point])
+        joints = robot.joint_names
         return Runtime(
             robot=robot, merger=JointStateMerger(robot, old.merger if old is not None else None),
             command_names=names, command_slots=slots,
-            gravity_out=SerializedMessage(gravity, gravity.header,
-                                          [(gravity, 'position'), (gravity, 'effort')], count),
-            fd_out=SerializedMessage(fd, fd.header, [(point, 'positions'), (point, 'velocities'),
-                                                     (point, 'accelerations'), (point, 'effort')],
-                                     count),
-            reference=Reference(count),
+            gravity_out=joint_state_out(joints, 'position', 'effort'),
+            fd_out=trajectory_point_out(joints, 'positions', 'velocities', 'accelerations',
+                                        'effort'),
+            id_out=joint_state_out(joints, 'position', 'velocity', 'effort'),
+            error_out=joint_state_out(joints, 'position', 'velocity'),
+            command_out=float64_array_out(len(names)),
+            external_out=joint_state_out(joints, 'effort'),
+            wrench_out=wrench_out(frame) if frame else None,
+            reference=Reference(len(joints)),
             observer=MomentumObserver(robot.model, self._observer_gain(robot)))
 
     def _observer_gain(self, robot: Robot) -> np.ndarray:
@@ -219,9 +227,27 @@ class DynamicsNode(RbdNode):
             K[robot.v_index] = gain
         return K
 
+    def parameter_changed(self, name, value) -> None:
+        rt = self.runtime
+        if name == 'observer_gain' and rt is not None:    # (it starts again from this sample)
+            rt.observer.set_gain(self._observer_gain(rt.robot))
+
     def carry_state(self, old: Runtime, new: Runtime) -> Runtime:
-        """A payload changed the model, not the robot: the reference runs on."""
+        """A payload changed the model, not the robot: the reference runs on, and the peak
+        of the external torques stays."""
+        if old.observer.peaked:
+            new.observer.peak[:] = old.observer.peak
+            new.observer.peaked = True
         return dataclasses.replace(new, reference=old.reference)
+
+    @property
+    def peak(self) -> np.ndarray | None:
+        """The largest |external torque| per joint since the model, or ~/reset_collision (None
+        before any)."""
+        rt = self.runtime
+        if rt is None or not rt.observer.peaked:
+            return None
+        return rt.observer.peak if rt.robot.direct_state else rt.observer.peak[rt.robot.v_index]
 
     @staticmethod
     def _check_gains(name, values, count):
@@ -294,15 +320,35 @@ class DynamicsNode(RbdNode):
             raise Rejected('no_base_state', 'waiting for the first ~/base_state')
         return self.base.q, self.base.v
 
+    def _emit(self, pub: Output, out: SerializedMessage, sec, nanosec, arrays,
+              computed=None) -> bool:
+        """A per-joint_states output through the fast path: ``arrays`` written into ``out``'s
+        bytes (the fields it was made with, in order), stamped (sec, nanosec), published when
+        anybody subscribes (nothing done otherwise); False (counted, logged, not published) when
+        a value of ``computed`` (default: every array; the echoed input passed its own check in
+        the merger) is NaN or inf."""
+        if not pub.readers:
+            return True
+        if not all_finite(*(arrays if computed is None else computed)):   # never NaN or inf
+            return self._non_finite(pub)
+        pub.publish(out.fill(sec, nanosec, *arrays))
+        self.stats.published += 1
+        return True
+
     def _publish(self, pub, msg, *arrays) -> bool:
-        if not all_finite(*arrays):   # never publish NaN or inf
-            self.stats.non_finite_outputs += 1
-            self.get_logger().error(f'non-finite result not published on {pub.topic_name}',
-                                    throttle_duration_sec=2.0)
-            return False
+        """A Python message (the outputs that are not per joint_states: ~/trajectory_out);
+        not published when one of ``arrays`` holds NaN or inf."""
+        if not all_finite(*arrays):
+            return self._non_finite(pub)
         pub.publish(msg)
         self.stats.published += 1
         return True
+
+    def _non_finite(self, pub) -> bool:
+        self.stats.non_finite_outputs += 1
+        self.get_logger().error(f'non-finite result not published on {pub.topic_name}',
+                                throttle_duration_sec=2.0)
+        return False
 
     def _law(self) -> str:
         """The command law: command_source, but while a collision holds the robot, a law with
@@ -314,6 +360,8 @@ class DynamicsNode(RbdNode):
         return source
 
     def _command(self, rt: Runtime, joint_tau: np.ndarray) -> None:
+        """~/effort_commands: the torques of the command joints, saturated, unless input is
+        stale."""
         if self.is_stale():
             return
         cmd = joint_tau[rt.command_slots]
@@ -324,7 +372,7 @@ class DynamicsNode(RbdNode):
             clipped = np.clip(cmd, -limit, limit)
             self.saturated += int(np.count_nonzero(clipped != cmd))
             cmd = clipped
-        self._publish(self.pub_cmd, Float64MultiArray(data=cmd.tolist()), cmd)
+        self._emit(self.pub_cmd, rt.command_out, 0, 0, (cmd,))
 
     def _track(self, rt: Runtime, sec, nanosec, q, base_v) -> None:
         """The reference sampled at this joint_states' stamp, the tracking outputs, and the
@@ -335,17 +383,15 @@ class DynamicsNode(RbdNode):
         t = self._seconds(sec, nanosec)
         q_ref, v_ref, a_ref = ref.sample(t)
         v = robot.full_v(m.velocity, base_v)
-        stamp = Time(sec=sec, nanosec=nanosec)
-        if ref.active:                        # a reference runs: what it asks, and how far
+        if ref.active and self.pub_id.readers:    # a reference runs: what it asks, ...
             tau_ref = control_torques('inverse_dynamics', robot.model, q, v, robot.q_index,
                                       robot.v_index, q_ref, v_ref, a_ref, 0.0, 0.0,
                                       robot.continuous)
-            self._publish(self.pub_id, joint_state(stamp, robot.joint_names, q_ref, v_ref,
-                                                   tau_ref), tau_ref)
+            self._emit(self.pub_id, rt.id_out, sec, nanosec, (q_ref, v_ref, tau_ref))
+        if ref.active and self.pub_error.readers:    # ... and how far
             e = tracking_error(q_ref, m.position, robot.continuous)
             e_dot = v_ref - m.velocity
-            self._publish(self.pub_error, joint_state(stamp, robot.joint_names, e, e_dot), e,
-                          e_dot)
+            self._emit(self.pub_error, rt.error_out, sec, nanosec, (e, e_dot))
         source = self._law()
         if source in ('none', 'gravity'):
             return
@@ -358,9 +404,9 @@ class DynamicsNode(RbdNode):
     # -- callbacks -----------------------------------------------------------------------------
     def on_joint_states(self, data: bytes) -> None:
         """One serialized sensor_msgs/JointState. The hot path (1 kHz and more): no Python
-        message in or out (the input is read from its bytes, the two outputs are written into
-        bytes serialized once per model), the name -> slot map is cached by the merger, and the
-        gravity torques are published before forward dynamics is computed."""
+        message in or out (the input is read from its bytes, every output is written into
+        bytes serialized once per model: _emit), the name -> slot map is cached by the merger,
+        and the gravity torques are published before anything else is computed."""
         stats = self.stats
         stats.received += 1
         rt = self.runtime
@@ -391,32 +437,32 @@ class DynamicsNode(RbdNode):
         g = stats.timed(rbd.gravity_torques, robot.model, q)
         if not robot.direct_state:
             g = g[robot.v_index]
-        out = rt.gravity_out.fill(sec, nanosec, m.position, g)
         source = self._law()
-        if self._publish(self.pub_gravity, out, g) and source == 'gravity':
+        if self._emit(self.pub_gravity, rt.gravity_out, sec, nanosec, (m.position, g), (g,)) \
+                and source == 'gravity':
             self._command(rt, g)
         if source not in ('none', 'gravity') or rt.reference.active:
             self._track(rt, sec, nanosec, q, base_v)
 
-        if has_effort and m.effort_complete:
+        if has_effort and m.effort_complete and (self.pub_fd.readers or rt.observer.enabled):
             if robot.direct_state:
                 v, tau = m.velocity, m.effort
             else:
                 v = robot.full_v(m.velocity, base_v)
                 tau = robot.full_v(m.effort)   # an unactuated floating base gets no torque
-            qdd = stats.timed(rbd.forward_dynamics, robot.model, q, v, tau)
-            if not robot.direct_state:
-                qdd = qdd[robot.v_index]
-            out = rt.fd_out.fill(sec, nanosec, m.position, m.velocity, qdd, m.effort)
-            self._publish(self.pub_fd, out, qdd)
-            self._observe(rt, sec, nanosec, q, v, tau)
+            if self.pub_fd.readers:
+                qdd = stats.timed(rbd.forward_dynamics, robot.model, q, v, tau)
+                if not robot.direct_state:
+                    qdd = qdd[robot.v_index]
+                self._emit(self.pub_fd, rt.fd_out, sec, nanosec,
+                           (m.position, m.velocity, qdd, m.effort), (qdd,))
+            if rt.observer.enabled:
+                self._observe(rt, sec, nanosec, q, v, tau)
 
     def _observe(self, rt: Runtime, sec, nanosec, q, v, tau) -> None:
         """The external torques (control/observer.py) from this sample, published; a
         collision when one passes its threshold."""
         observer, robot = rt.observer, rt.robot
-        if not np.any(observer.gain):
-            return
         t = sec * 1_000_000_000 + nanosec
         last = self._observed
         dt = None
@@ -426,26 +472,15 @@ class DynamicsNode(RbdNode):
                 dt = None
         r = self.stats.timed(observer.update, q, v, tau, dt)
         self._observed = (observer, t)
-        joints = r[robot.v_index]
-        stamp = Time(sec=sec, nanosec=nanosec)
-        self._publish(self.pub_external, joint_state(stamp, robot.joint_names, effort=joints),
-                      joints)
-        if self.pub_wrench is not None:
+        joints = r if robot.direct_state else r[robot.v_index]
+        self._emit(self.pub_external, rt.external_out, sec, nanosec, (joints,))
+        if rt.wrench_out is not None and self.pub_wrench.readers:
             w = external_wrench(robot.model, q, r, self.params['external_wrench_frame'],
                                 robot.v_index)
-            msg = WrenchStamped()
-            msg.header.stamp, msg.header.frame_id = stamp, self.params['external_wrench_frame']
-            msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = (float(x) for x in w[:3])
-            msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = (float(x)
-                                                                             for x in w[3:])
-            self._publish(self.pub_wrench, msg, w)
-        if dt is None:
-            return
-        size = np.abs(joints)
-        self.peak = size if self.peak is None or len(self.peak) != len(size) else \
-            np.maximum(self.peak, size)
+            self._emit(self.pub_wrench, rt.wrench_out, sec, nanosec, (w,))
         threshold = self.params['collision_threshold']
-        if threshold and not self.collision:
+        if threshold and dt is not None and not self.collision:
+            size = np.abs(joints)
             over = size > np.broadcast_to(np.asarray(threshold, dtype=float), size.shape)
             if np.any(over):
                 self._collide(rt, over, joints)
@@ -469,7 +504,8 @@ class DynamicsNode(RbdNode):
     def on_reset_collision(self, request, response):
         was = self.collision
         self.collision = []
-        self.peak = None
+        if self.runtime is not None:
+            self.runtime.observer.reset_peak()
         self.pub_collision.publish(Bool(data=False))
         response.success = True
         response.message = (f'collision on {", ".join(was)} cleared' if was

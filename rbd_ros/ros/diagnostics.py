@@ -1,9 +1,11 @@
 """Counters and timings behind a node's /diagnostics status, with bounded memory: however many
 distinct unknown joint names arrive, a node keeps their count and a sample of
-UNKNOWN_NAME_SAMPLE names of at most UNKNOWN_NAME_LENGTH characters (the first ones seen)."""
+UNKNOWN_NAME_SAMPLE names of at most UNKNOWN_NAME_LENGTH characters (the first ones seen); and
+the pauses of Python's cyclic garbage collector in the process (:class:`GcPauses`)."""
 from __future__ import annotations
 
 import collections
+import gc
 import time
 from typing import Mapping
 
@@ -17,6 +19,63 @@ UNKNOWN_NAME_LENGTH = 64
 #: seconds a rejected input keeps /diagnostics at WARN (the rejected_* counts stay): one bad
 #: message long ago is history, not a state of the node
 REJECTION_WARN_S = 10.0
+
+
+#: a collector pause longer than this is counted (gc_pauses_over_1ms): a message at 1 kHz
+GC_PAUSE_LIMIT_S = 1e-3
+
+
+class GcPauses:
+    """The pauses of Python's cyclic garbage collector in this process, timed from its
+    ``gc.callbacks`` (start to stop of each collection): collections per generation, the longest
+    pause in wall time (and its generation), the longest in CPU time of the collecting thread
+    (what the collector itself took: the wall time also holds any time the process was not
+    running), and how many lasted over GC_PAUSE_LIMIT_S of wall time. One per process
+    (:func:`gc_pauses`): every node of a process reports the same figures."""
+
+    def __init__(self):
+        self.collections = [0, 0, 0]
+        self.longest_s = 0.0
+        self.longest_generation = -1
+        self.longest_cpu_s = 0.0
+        self.over_limit = 0
+        self._start = None
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == 'start':
+            self._start = (time.perf_counter(), time.thread_time())
+            return
+        if self._start is None:
+            return
+        pause = time.perf_counter() - self._start[0]
+        cpu = time.thread_time() - self._start[1]
+        self._start = None
+        generation = info.get('generation', 2)
+        self.collections[generation] += 1
+        if pause > self.longest_s:
+            self.longest_s, self.longest_generation = pause, generation
+        self.longest_cpu_s = max(self.longest_cpu_s, cpu)
+        if pause > GC_PAUSE_LIMIT_S:
+            self.over_limit += 1
+
+    def key_values(self) -> dict[str, str]:
+        return {'gc_collections': '/'.join(map(str, self.collections)),
+                'gc_pause_max_us': f'{self.longest_s * 1e6:.0f}',
+                'gc_pause_max_generation': str(self.longest_generation),
+                'gc_pause_cpu_max_us': f'{self.longest_cpu_s * 1e6:.0f}',
+                'gc_pauses_over_1ms': str(self.over_limit)}
+
+
+_gc_pauses: GcPauses | None = None
+
+
+def gc_pauses() -> GcPauses:
+    """The process's GcPauses, installed in gc.callbacks on first use."""
+    global _gc_pauses
+    if _gc_pauses is None:
+        _gc_pauses = GcPauses()
+        gc.callbacks.append(_gc_pauses)
+    return _gc_pauses
 
 
 class Stats:
@@ -38,6 +97,7 @@ class Stats:
         self._rate_n0 = 0
         self.last_input_time: float | None = None   # time.monotonic() of the last valid input
         self.last_rejection_time: float | None = None   # time.monotonic() of the last rejection
+        self.gc = gc_pauses()
 
     def timed(self, fn, *args, **kwargs):
         t0 = time.perf_counter()
@@ -95,6 +155,7 @@ class Stats:
             'internal_errors': str(self.internal_errors),
             'last_error': self.last_error,
         }
+        kv.update(self.gc.key_values())
         for reason, count in sorted(self.rejected.items()):
             kv[f'rejected_{reason}'] = str(count)
         return kv

@@ -1,6 +1,20 @@
-"""The byte-level fast path of dynamics_node (1 kHz and more): joint_states read straight from
-their serialized bytes, and outputs written into bytes serialized once per model. No Python
-message is built per message in either direction.
+"""The byte-level fast path out of dynamics_node (1 kHz and more): each per-message output is
+serialized once per model, with its names, and per message only its stamp and numbers are
+written into those bytes. No Python message is built per message.
+
+An output joins the fast path with a publisher, :class:`Output` (made once, in the node's
+``__init__``: it also knows whether anybody subscribes), a template made in the node's
+``prepare`` (one per model: the names are in the bytes) and one ``fill`` per message::
+
+    out = joint_state_out(robot.joint_names, 'position', 'effort')   # JointState
+    out = float64_array_out(len(command_joints))                     # Float64MultiArray
+    out = trajectory_point_out(robot.joint_names, 'positions', 'accelerations')
+    out = wrench_out(frame_id)                                       # WrenchStamped
+    if output.readers:
+        output.publish(out.fill(sec, nanosec, position, effort))     # bytes, as they are
+
+Any other message whose per-message content is float64 fields (arrays of one length, or
+consecutive float64 scalars) goes through :class:`SerializedMessage` directly.
 """
 from __future__ import annotations
 
@@ -10,6 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time as TimeMsg
+from rclpy.event_handler import PublisherEventCallbacks, UnsupportedEventTypeError
 from rclpy.serialization import deserialize_message, serialize_message
 
 from .cdr import cdr_length
@@ -17,26 +32,43 @@ from .cdr import cdr_length
 
 class SerializedMessage:
     """A message published many times with the same names and only new numbers: serialized
-    once by rclpy, then per message the stamp and the float64[] fields are written into a copy of
-    those bytes, which ``Publisher.publish`` sends as they are (no Python-to-C conversion and no
-    serialization per message).
+    once by rclpy, then per message the stamp and the float64 fields are written into a buffer
+    holding those bytes, and a copy of it is what ``Publisher.publish`` sends as it is (no
+    Python-to-C conversion and no serialization per message).
 
-    ``fields`` lists the float64[] fields to fill, as (message or sub-message, field name),
-    each of ``length`` values; ``header`` is the std_msgs/Header whose stamp is set. Where they
-    lie in the bytes is found by serializing the message with marker values in them, so the
-    encoding is whatever rclpy produces: the bytes are identical to serializing the message with
-    the same stamp and values (test_ros_conversions checks it).
+    ``fields`` lists what :meth:`fill` writes, one array each, in order:
+
+    - ``(holder, name)``: a float64[] field of ``msg`` or of a sub-message ``holder``, of
+      ``length`` values (JointState's position, Float64MultiArray's data);
+    - ``[(holder, name), ...]``: float64 scalar fields that lie one after the other in the bytes
+      (a Wrench's force.x ... torque.z): one array of as many values.
+
+    ``header`` is the std_msgs/Header whose stamp :meth:`fill` sets, or None for a message
+    without one (its stamp arguments are then ignored). Where things lie in the bytes is found
+    by serializing the message with marker values in them, so the encoding is whatever rclpy
+    produces: :meth:`fill` gives the bytes of serializing the message with that stamp and those
+    values (test_ros_plumbing checks it for every output of dynamics_node).
+
+    One instance is filled by one thread at a time (a node's callbacks are; its buffer is
+    reused).
     """
 
     _STAMP_MARK = (0x5EC0_7A11, 0x3AB_CDEF)
 
-    def __init__(self, msg, header, fields: Sequence[tuple[Any, str]], length: int):
-        header.stamp = TimeMsg(sec=self._STAMP_MARK[0], nanosec=self._STAMP_MARK[1])
-        marks = []
-        for k, (holder, name) in enumerate(fields):
-            values = [math.ldexp(1.0 + (k * length + i + 1) / 4096.0, -1000)
-                      for i in range(length)]
-            setattr(holder, name, values)
+    def __init__(self, msg, header, fields: Sequence[Any], length: int = 0):
+        if header is not None:
+            header.stamp = TimeMsg(sec=self._STAMP_MARK[0], nanosec=self._STAMP_MARK[1])
+        marks, count = [], 0
+        for field in fields:
+            scalars = isinstance(field, list)
+            n = len(field) if scalars else length
+            values = [math.ldexp(1.0 + (count + i + 1) / 4096.0, -1000) for i in range(n)]
+            count += n
+            if scalars:
+                for (holder, name), value in zip(field, values):
+                    setattr(holder, name, value)
+            else:
+                setattr(field[0], field[1], values)
             marks.append(values)
         # rclpy's serialized buffer can carry bytes after the message: cut at its CDR length
         data = bytes(serialize_message(msg))
@@ -44,15 +76,21 @@ class SerializedMessage:
         if deserialize_message(self.template, type(msg)) != msg:
             raise RuntimeError('SerializedMessage: the CDR length of the message is wrong')
         # encapsulation: byte 1 is 1 for little-endian CDR, 0 for big-endian
-        self._endian = '<' if self.template[1] & 1 else '>'
-        self._stamp = struct.Struct(self._endian + 'iI')
-        self._stamp_offset = self._find(self._stamp.pack(*self._STAMP_MARK))
-        self._slices = []
+        endian = '<' if self.template[1] & 1 else '>'
+        self._buffer = bytearray(self.template)
+        self._stamp = struct.Struct(endian + 'iI') if header is not None else None
+        self._stamp_offset = self._find(self._stamp.pack(*self._STAMP_MARK)) \
+            if header is not None else 0
+        dtype = np.dtype(endian + 'f8')
+        # per field: a float64 view of the buffer where its values lie (unaligned is fine)
+        self._views = []
         for values in marks:
-            offset = self._find(struct.pack(f'{self._endian}{length}d', *values)) if length else 0
-            self._slices.append(slice(offset, offset + 8 * length))
-        self._dtype = np.dtype(np.float64).newbyteorder(self._endian)
+            offset = self._find(struct.pack(f'{endian}{len(values)}d', *values)) \
+                if values else 0
+            self._views.append(np.frombuffer(self._buffer, dtype, len(values), offset))
+        self.lengths = tuple(len(values) for values in marks)
         self.length = length
+        self.msg_type = type(msg)
 
     def _find(self, pattern: bytes) -> int:
         offset = self.template.find(pattern)
@@ -60,16 +98,81 @@ class SerializedMessage:
             raise RuntimeError('SerializedMessage: a field was not found exactly once')
         return offset
 
-    def fill(self, sec: int, nanosec: int, *arrays: np.ndarray) -> bytes:
+    def fill(self, sec: int, nanosec: int, *arrays) -> bytes:
         """The serialized message stamped (sec, nanosec), with the arrays (in ``fields`` order,
-        each of ``length`` float64 values)."""
-        buf = bytearray(self.template)
-        self._stamp.pack_into(buf, self._stamp_offset, sec, nanosec)
-        for where, values in zip(self._slices, arrays):
-            if type(values) is not np.ndarray or values.dtype != self._dtype:
-                values = np.asarray(values, dtype=self._dtype)
-            data = values.tobytes()
-            if len(data) != 8 * self.length:   # (a bytearray slice assignment would resize)
-                raise ValueError(f'expected {self.length} values, got {len(data) // 8}')
-            buf[where] = data
+        each of its field's length; numpy arrays or sequences of numbers)."""
+        buf = self._buffer
+        if self._stamp is not None:
+            self._stamp.pack_into(buf, self._stamp_offset, sec, nanosec)
+        if len(arrays) != len(self._views):
+            raise ValueError(f'expected {len(self._views)} arrays, got {len(arrays)}')
+        for view, values in zip(self._views, arrays):
+            if len(values) != len(view):       # (an assignment would broadcast one value)
+                raise ValueError(f'expected {len(view)} values, got {len(values)}')
+            view[:] = values
         return bytes(buf)
+
+
+class Output:
+    """The publisher of a per-message output, and how many subscriptions it has matched
+    (``readers``, from its matched events: a subscriber that comes or goes is seen by the next
+    message). Nobody reading, a node neither fills nor sends the output, and skips what only
+    that output needs: DDS delivers nothing to a subscriber before it is matched anyway, so no
+    subscriber sees a difference, and an output nobody reads costs nothing. Where the rmw has no
+    matched events, ``readers`` stays 1: every message is sent."""
+
+    def __init__(self, node, msg_type, topic: str, qos):
+        self.readers = 0
+        try:
+            self.publisher = node.create_publisher(
+                msg_type, topic, qos, event_callbacks=PublisherEventCallbacks(
+                    matched=self._matched))
+        except UnsupportedEventTypeError:     # (an rmw without matched events)
+            self.readers = 1
+            self.publisher = node.create_publisher(msg_type, topic, qos)
+        self.topic_name = self.publisher.topic_name
+
+    def _matched(self, info) -> None:
+        self.readers = info.current_count
+
+    def publish(self, data: bytes) -> None:
+        self.publisher.publish(data)
+
+
+# ---- the templates of dynamics_node's outputs -------------------------------------------------
+def joint_state_out(names: Sequence[str], *fields: str, frame_id: str = '') -> SerializedMessage:
+    """sensor_msgs/JointState with ``name`` = names; ``fields`` ('position', 'velocity',
+    'effort') are filled per message, one value per name, the others stay empty."""
+    from sensor_msgs.msg import JointState
+    msg = JointState(name=list(names))
+    msg.header.frame_id = frame_id
+    return SerializedMessage(msg, msg.header, [(msg, f) for f in fields], len(names))
+
+
+def trajectory_point_out(names: Sequence[str], *fields: str) -> SerializedMessage:
+    """trajectory_msgs/JointTrajectory with ``joint_names`` = names and one point whose
+    ``fields`` ('positions', 'velocities', 'accelerations', 'effort') are filled per message
+    (time_from_start 0)."""
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    point = JointTrajectoryPoint()
+    msg = JointTrajectory(joint_names=list(names), points=[point])
+    return SerializedMessage(msg, msg.header, [(point, f) for f in fields], len(names))
+
+
+def float64_array_out(length: int) -> SerializedMessage:
+    """std_msgs/Float64MultiArray of ``length`` values (no layout dimensions, as
+    forward_command_controller reads it); unstamped: fill's stamp is ignored."""
+    from std_msgs.msg import Float64MultiArray
+    msg = Float64MultiArray()
+    return SerializedMessage(msg, None, [(msg, 'data')], length)
+
+
+def wrench_out(frame_id: str) -> SerializedMessage:
+    """geometry_msgs/WrenchStamped in ``frame_id``: one array [fx, fy, fz, tx, ty, tz] per
+    message."""
+    from geometry_msgs.msg import WrenchStamped
+    msg = WrenchStamped()
+    msg.header.frame_id = frame_id
+    force, torque = msg.wrench.force, msg.wrench.torque
+    return SerializedMessage(msg, msg.header, [[(force, 'x'), (force, 'y'), (force, 'z'),
+                                                (torque, 'x'), (torque, 'y'), (torque, 'z')]])
