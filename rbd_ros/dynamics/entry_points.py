@@ -70,6 +70,7 @@ def loop_tables(h):
             index_view(h[H_LOOP_PIVOT], max(rows, nv) if rows else 1))
 
 
+@inline_kernel
 def dof_vectors(h):
     """The dof vectors of a handle (layout.VEC_*), borrowed."""
     return float_view(h[H_DOF_VECTORS], DOF_VECTORS * h[H_NDOF])
