@@ -56,7 +56,7 @@ class SimOptions:
     contact_damping: float = 1e3      # N s/m per contact point
     collision_contacts: bool = True   # the URDF <collision> shapes touch the ground
     contact_points: tuple = ()        # more points: ContactPoint or "link x y z radius"
-    solver_iterations: int = 50       # the constraint solver's Newton iterations per step
+    solver_iterations: int = 100      # the constraint solver's Newton iterations per step
     solver_tolerance: float = 1e-10   # ... until no row's velocity moves by more than this
                                       # times (1 + max |v*|) (m/s, rad/s)
     solver_sweeps: int | None = None  # (the old name of solver_iterations, from the
