@@ -23,6 +23,7 @@ import dataclasses
 import time
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
@@ -37,7 +38,7 @@ from rbd_ros.control.linearization import semi_implicit_euler_linearization
 from rbd_ros.control.observer import MomentumObserver, external_wrench
 from rbd_ros.ros.joint_state_bytes import JointStateDecoder
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected, all_finite, stamp_ns
-from rbd_ros.ros.messages import odometry_to_base
+from rbd_ros.ros.messages import joint_state, odometry_to_base
 from rbd_ros.ros.node import COMMON_PARAMS, JOINT_STATES_QOS, MODEL_PARAMS, RbdNode, node_main
 from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of,
                                 per_command_joint, positive, unique_names)
