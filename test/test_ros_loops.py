@@ -173,3 +173,33 @@ def test_frames_node_places_the_passive_links_where_close_loops_puts_them(ros):
                                                                     0)) >= 1,
                   what='rejected_loops_open in /diagnostics')
     assert len(tf) == count and all(t.header.stamp.sec != 30 for m in tf for t in m.transforms)
+
+
+def test_dynamics_node_forward_dynamics_at_the_motors_and_no_reference_on_passive_joints(ros):
+    """~/forward_dynamics: the motors' accelerations under their measured efforts, from
+    constrained forward dynamics at rest; a ~/reference naming a passive joint is refused
+    (rejected_passive_joints)."""
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    model = rbd.Model.from_urdf(ANKLE)
+    ros.start(DynamicsNode, {'robot_description': ANKLE, 'diagnostics_period': 0.2})
+    fd = ros.collect(JointTrajectory, '/rbd_dynamics/forward_dynamics')
+    diag = ros.collect(DiagnosticArray, '/diagnostics')
+    pub = ros.publisher(JointState, 'joint_states', BEST_EFFORT, wait_for=1)
+    effort = [-2.5, -3.5]
+    publish_until(pub, js(MOTORS, POSES[0], [0.0, 0.0], effort, sec=10), lambda: fd,
+                  what='forward dynamics')
+    q = closed(model, POSES[0])
+    tau = np.zeros(8)
+    tau[[model.joint[m].v_index for m in MOTORS]] = effort
+    qdd = rbd.constrained_forward_dynamics(model, q, np.zeros(8), tau)
+    point = fd[-1].points[0]
+    assert list(fd[-1].joint_names) == MOTORS
+    assert np.allclose(point.accelerations, qdd[[model.joint[m].v_index for m in MOTORS]],
+                       rtol=0, atol=1e-9)
+    assert np.allclose(point.effort, effort, rtol=0, atol=0)
+    ref = ros.publisher(JointTrajectory, '/rbd_dynamics/reference', wait_for=1)
+    msg = JointTrajectory(joint_names=['motor_left', 'ankle_pitch'], points=[JointTrajectoryPoint(
+        positions=[0.1, 0.1], time_from_start=Duration(sec=1))])
+    publish_until(ref, msg, lambda: int(latest_values(diag, 'rbd_dynamics').get(
+        'rejected_passive_joints', 0)) >= 1, what='rejected_passive_joints')
