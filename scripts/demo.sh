@@ -5,7 +5,7 @@
 # 2 kg payload, the payload announced), a live table, then a summary and a plot; it stops by
 # itself after about 27 s of simulated time.
 # Extra arguments go to the demo (python -m rbd_ros.demo --help: a URDF path, --payload KG,
-# --plot PATH, --legged for the Solo-12 quadruped).
+# --plot PATH, --legged for the Solo-12 quadruped, --ankle for the parallel ankle's closed loops).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh

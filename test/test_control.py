@@ -267,3 +267,81 @@ def test_the_observer_stays_at_its_integration_error_and_follows_an_external_tor
             if check(t):
                 worst = max(worst, np.abs(r - ext).max())
         assert worst < 1e-3 and 5.0 < fastest < 10.0, (worst, fastest)
+
+
+# ---- closed loops as the nodes drive them (control/closed_loops.py) ------------------------------
+ANKLE_URDF = 'rbd_ros/robots/parallel_ankle.urdf'
+
+
+@pytest.mark.parametrize('robot', ['ankle', 'four_bar_revolute'])
+def test_loop_closure_closes_as_close_loops_and_completes_the_motion(robot):
+    """Warm-started Newton (the chord steps included) lands where close_loops does, along a
+    motor trajectory; the completed velocities and accelerations keep the loops closed (K v = 0,
+    K a = k); the torques are constrained_inverse_dynamics'. The four-bar's revolute closure
+    has redundant rows (5 rows, rank 2 in the plane)."""
+    from rbd_ros.control.closed_loops import LoopClosure
+    from urdf_factory import four_bar_urdf
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    model = (rbd.Model.from_urdf(os.path.join(root, ANKLE_URDF)) if robot == 'ankle'
+             else rbd.Model.from_urdf(four_bar_urdf('revolute')))
+    motors = list(model.actuated_joints)
+    names = [j.name for j in model.single_dof_joints()]
+    closure = LoopClosure(model, names)
+    assert closure.actuated == tuple(motors)
+    assert set(closure.free_names) == set(names) - set(motors)
+    assert not closure.required[[names.index(n) for n in closure.free_names]].any()
+    rng = np.random.default_rng(3)
+    start = model.neutral()
+    for t in np.linspace(0.0, 0.2, 40):
+        q = start.copy()
+        q[closure.actuated_q] = 0.3 * np.sin(2 * np.pi * (t + np.arange(len(motors)) / 4))
+        warm = q.copy() if closure.last is None else closure.last.copy()
+        warm[closure.actuated_q] = q[closure.actuated_q]
+        mine = closure.close(model, q)
+        assert np.abs(rbd.constraint_residual(model, mine)).max() <= 1e-12
+        assert np.array_equal(mine[closure.actuated_q], q[closure.actuated_q])
+        core = rbd.close_loops(model, warm, motors)     # the core from the same warm start
+        assert np.abs(mine - core).max() < 1e-10
+        # the passive values given are not used: the warm start is the last closed pose
+        start = mine + rng.normal(scale=0.3, size=model.nq)
+    q = mine
+    v = np.zeros(model.nv)
+    v[closure.actuated_v] = rng.normal(size=len(motors))
+    v = closure.velocity(model, q, v)
+    a = np.zeros(model.nv)
+    a[closure.actuated_v] = rng.normal(size=len(motors))
+    a = closure.acceleration(model, q, v, a)
+    K = rbd.constraint_jacobian(model, q)
+    assert np.abs(K @ v).max() < 1e-10
+    assert np.abs(K @ a - rbd.constraint_bias(model, q, v)).max() < 1e-9
+    assert np.allclose(closure.torques(model, q, v, a),
+                       rbd.constrained_inverse_dynamics(model, q, v, a), rtol=0, atol=1e-12)
+    # the inverse dynamics law at the measured state is computed torque with zero gains
+    zero = np.zeros(len(motors))
+    ff = closure.law_torques('inverse_dynamics', model, q, v, q[closure.actuated_q],
+                             v[closure.actuated_v], a[closure.actuated_v], zero, zero,
+                             np.zeros(len(motors), dtype=bool))
+    assert np.allclose(ff, closure.torques(model, q, v, a), rtol=0, atol=1e-9)
+
+
+def test_loop_closure_refuses_what_cannot_drive_or_close_the_ankle():
+    from rbd_ros.control.closed_loops import LoopClosure
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    model = rbd.Model.from_urdf(os.path.join(root, ANKLE_URDF))
+    names = [j.name for j in model.single_dof_joints()]
+    with pytest.raises(ValueError, match='2 degrees of freedom'):
+        LoopClosure(model, names, ['motor_left'])
+    with pytest.raises(ValueError, match=r"names \['sole_joint'\], not single-DoF joints"):
+        LoopClosure(model, names, ['motor_left', 'sole_joint'])
+    closure = LoopClosure(model, names, ['motor_right', 'motor_left'])
+    q = closure.close(model, model.neutral())
+    bad = q.copy()
+    bad[closure.actuated_q] = [2.0, -2.0]
+    with pytest.raises(ValueError, match="constraint 'rod_.*_ball' .* stays open"):
+        closure.close(model, bad)
+    assert np.array_equal(closure.last, q)        # the warm start is kept
+    g = closure.gravity(model, q)
+    assert np.allclose(g, rbd.constrained_inverse_dynamics(
+        model, q, np.zeros(8), np.zeros(8), ['motor_right', 'motor_left']), rtol=0, atol=1e-12)

@@ -726,18 +726,22 @@ def test_interpreted_and_compiled_kernels_agree():
 
 
 # ---- what does not take loops yet refuses them -------------------------------------------------
-def test_the_simulator_and_the_nodes_robot_refuse_a_constrained_description():
-    from rbd_ros.ros.robot import load_robot
+def test_the_simulator_refuses_a_constrained_description_the_nodes_robot_loads_it():
+    """The simulator (and sim_node: RbdNode.CLOSED_LOOPS_REFUSAL) refuses loops; the nodes'
+    Robot loads them (dynamics_node and frames_node close them: test_ros_loops.py)."""
+    from rbd_ros.ros.robot import load_robot, refuse_closed_loops
     from rbd_ros.simulation import Simulator
     model, xml = ankle()
     with pytest.raises(ValueError, match=r"closes 2 kinematic loop\(s\) with <constraint> "
                                          r"\('rod_left_ball', 'rod_right_ball'\): the simulator "
                                          r"does not simulate closed loops yet"):
         Simulator(model)
+    robot = load_robot(xml)
+    assert robot.model.constraint_names == ['rod_left_ball', 'rod_right_ball']
     with pytest.raises(ValueError, match=r"closes 2 kinematic loops with <constraint> "
-                                         r"\('rod_left_ball', 'rod_right_ball'\): the nodes do not "
-                                         r"serve closed loops yet"):
-        load_robot(xml)
+                                         r"\('rod_left_ball', 'rod_right_ball'\): sim_node does "
+                                         r"not simulate closed loops yet"):
+        refuse_closed_loops(robot.model, 'sim_node does not simulate closed loops yet')
     cut = xml.split('<!-- the loops')[0] + xml.split('</constraint>')[-1]
     assert load_robot(cut).model.constraint_names == []
 

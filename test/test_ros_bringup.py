@@ -76,6 +76,29 @@ def test_demo_runs_and_summarises(tmp_path):
     assert f'plot: {png}' in out and png.stat().st_size > 10_000
 
 
+def test_ankle_demo_holds_the_foot_where_a_tree_ignoring_the_loops_lets_it_fall():
+    """--ankle: dynamics_node and frames_node serve the parallel ankle from motor-only
+    joint_states; the motor torques they publish hold the loaded foot (the closed system at
+    rest under them), the tree's gravity at the motors does not."""
+    proc = subprocess.run([sys.executable, '-m', 'rbd_ros.demo', '--ankle'], env=child_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'Traceback' not in proc.stderr, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()
+            if line.startswith('  ') and line.split()[0][0] in '+-']
+    assert len(rows) == 5, proc.stdout
+    for row in rows:
+        held, falls = float(row[-2]), float(row[-1])
+        assert held < 1e-6 and falls > 1.0, row
+        assert abs(float(row[4])) > 1.0 and abs(float(row[6])) < 0.1, row   # N m: loops, tree
+    assert float(rows[1][2]) > 5.0 and abs(float(rows[3][3])) > 5.0       # pitched, rolled
+    assert 'rejected inputs 0' in proc.stdout
+    looped = subprocess.run([sys.executable, '-m', 'rbd_ros.demo',
+                             str(ARM_PATH.parent / 'parallel_ankle.urdf')], env=child_env(),
+                            capture_output=True, text=True, timeout=60)
+    assert looped.returncode == 2 and '--ankle' in looped.stderr, looped.stderr
+
+
 def test_bringup_process_from_yaml(tmp_path):
     cfg = tmp_path / 'two.yaml'
     cfg.write_text(yaml.safe_dump({'rbd_dynamics': {'ros__parameters': {'input_timeout': 1.0}},

@@ -14,6 +14,11 @@ at ``linearization_rate`` (not per message) ``~/linearization/A``, ``~/lineariza
 (Float64MultiArray) and ``~/linearization/state`` (JointState): the discrete-time linearisation
 about the latest joint state (rbd_ros.control.linearization); ``/diagnostics``.
 Gravity compensation is published in :meth:`DynamicsNode.on_joint_states`.
+A robot whose description closes kinematic loops (``<constraint>``) is served by its actuated
+joints (``actuated_joints``): joint_states need carry only them (and the joints outside the
+loops); the loops' passive joints follow, closed per message (rbd_ros/control/closed_loops.py),
+and every per-joint output is for the actuated joints, from constrained dynamics. A joint_states
+that cannot close is refused (rejected_loops_open), never published from.
 Every per-joint_states output is written into bytes serialized once per model (ros/wire.py):
 no Python message is built per message. Parameters: config/rbd.yaml; behaviour: docs/ros.md.
 """
@@ -23,6 +28,7 @@ import dataclasses
 import time
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
@@ -33,12 +39,14 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import rbd_ros.dynamics as rbd
 from rbd_ros.control import (LAWS, Reference, Trajectory, control_torques,
                              joint_friction_compensation, tracking_error)
+from rbd_ros.control.closed_loops import LoopClosure
 from rbd_ros.control.linearization import semi_implicit_euler_linearization
 from rbd_ros.control.observer import MomentumObserver, external_wrench
 from rbd_ros.ros.joint_state_bytes import JointStateDecoder
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected, all_finite, stamp_ns
-from rbd_ros.ros.messages import odometry_to_base
-from rbd_ros.ros.node import COMMON_PARAMS, JOINT_STATES_QOS, MODEL_PARAMS, RbdNode, node_main
+from rbd_ros.ros.messages import joint_state, odometry_to_base
+from rbd_ros.ros.node import (ACTUATED_JOINTS, COMMON_PARAMS, JOINT_STATES_QOS, MODEL_PARAMS,
+                             RbdNode, node_main)
 from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of,
                                 per_command_joint, positive, unique_names)
 from rbd_ros.ros.qos import COMMAND_QOS, LATCHED_QOS, OUTPUT_QOS, joint_states_qos
@@ -62,7 +70,9 @@ PARAMS = {
                                 'computed_torque or gravity_pd', one_of('none', *LAWS),
                                 dynamic=True),
     'command_joints': ParamSpec('string_array', [], 'joint order of ~/effort_commands, kp and '
-                                'kd; empty: every single-DoF joint in model order', unique_names),
+                                'kd; empty: every single-DoF joint in model order (closed '
+                                'loops: the actuated joints)', unique_names),
+    'actuated_joints': ACTUATED_JOINTS,
     'kp': ParamSpec('double_array', [100.0], 'position gains, one value or one per command '
                     'joint: N m/rad (pd_feedforward, gravity_pd) or 1/s^2 (computed_torque)',
                     finite_vector(minimum=0.0), dynamic=True),
@@ -110,6 +120,9 @@ class Runtime:
     merger: JointStateMerger
     command_names: tuple[str, ...]
     command_slots: np.ndarray     # positions in robot.joint_names of command_joints
+    loops: LoopClosure | None     # a robot with closed loops: how they close (else None)
+    out_names: tuple[str, ...]    # the joints of the per-joint outputs: every JointState joint,
+    out_slots: np.ndarray         # or with closed loops the actuated ones; their slots
     # the per-joint_states outputs, serialized once with the joint names (ros/wire.py); per
     # message DynamicsNode._emit fills in the stamp and the arrays, in this order:
     gravity_out: SerializedMessage   # JointState: position, effort
@@ -138,6 +151,7 @@ class DynamicsNode(RbdNode):
     NODE_NAME = 'rbd_dynamics'
     PARAMS = PARAMS
     ACCEPTS_PAYLOAD = True
+    CLOSED_LOOPS_REFUSAL = None      # served: the loops closed per joint_states
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -191,7 +205,18 @@ class DynamicsNode(RbdNode):
 
     # -- model ---------------------------------------------------------------------------------
     def prepare(self, robot: Robot) -> Runtime:
-        names, slots = robot.joint_slots(self.params['command_joints'])
+        loops = None
+        if robot.model.constraint_names:
+            loops = LoopClosure(robot.model, robot.joint_names, self.params['actuated_joints'])
+            if self.params['linearization_rate'] > 0.0:
+                raise ValueError('linearization_rate: the linearisation of a robot with closed '
+                                 'loops is not served yet; set it to 0')
+        names, slots = robot.joint_slots(self.params['command_joints']
+                                         or (loops.actuated if loops is not None else ()))
+        if loops is not None and not set(names) <= set(loops.actuated):
+            raise ValueError(f'command_joints names {[n for n in names if n not in loops.actuated]}'
+                             f', not actuated joints of {robot.model.name!r}, whose closed loops '
+                             f'give torques only to {", ".join(loops.actuated)} (actuated_joints)')
         frame = self.params['external_wrench_frame']
         if frame and frame not in robot.model.frame_index:
             raise ValueError(f'external_wrench_frame names {frame!r}, not a link of '
@@ -203,25 +228,30 @@ class DynamicsNode(RbdNode):
         for gain in ('kp', 'kd'):
             self._check_gains(gain, self.params[gain], len(names))
         old = self.runtime
-        joints = robot.joint_names
+        joints = robot.joint_names if loops is None else loops.actuated
         return Runtime(
-            robot=robot, merger=JointStateMerger(robot, old.merger if old is not None else None),
-            command_names=names, command_slots=slots,
+            robot=robot, merger=JointStateMerger(robot, old.merger if old is not None else None,
+                                                 None if loops is None else loops.required),
+            command_names=names, command_slots=slots, loops=loops, out_names=joints,
+            out_slots=(np.arange(len(joints)) if loops is None else loops.actuated_slots),
             gravity_out=joint_state_out(joints, 'position', 'effort'),
             fd_out=trajectory_point_out(joints, 'positions', 'velocities', 'accelerations',
                                         'effort'),
             id_out=joint_state_out(joints, 'position', 'velocity', 'effort'),
             error_out=joint_state_out(joints, 'position', 'velocity'),
             command_out=float64_array_out(len(names)),
-            external_out=joint_state_out(joints, 'effort'),
+            external_out=joint_state_out(robot.joint_names, 'effort'),
             wrench_out=wrench_out(frame) if frame else None,
             reference=Reference(len(joints)),
             observer=MomentumObserver(robot.model, self._observer_gain(robot)))
 
     def _observer_gain(self, robot: Robot) -> np.ndarray:
         """K per velocity: the parameter per JointState joint; a floating base's six rows take
-        the first value."""
+        the first value. Zero (off) for a robot with closed loops: the observer's momentum is
+        the tree's."""
         gain = np.asarray(self.params['observer_gain'], dtype=float)
+        if robot.model.constraint_names:
+            return np.zeros(robot.nv)
         K = np.full(robot.nv, gain[0] if len(gain) else 0.0)
         if len(gain) == len(robot.joint_names):
             K[robot.v_index] = gain
@@ -238,6 +268,8 @@ class DynamicsNode(RbdNode):
         if old.observer.peaked:
             new.observer.peak[:] = old.observer.peak
             new.observer.peaked = True
+        if old.loops is not None and new.loops is not None:
+            new.loops.last = old.loops.last        # (the warm start)
         return dataclasses.replace(new, reference=old.reference)
 
     @property
@@ -383,23 +415,46 @@ class DynamicsNode(RbdNode):
         t = self._seconds(sec, nanosec)
         q_ref, v_ref, a_ref = ref.sample(t)
         v = robot.full_v(m.velocity, base_v)
+        loops, out = rt.loops, rt.out_slots     # (closed loops: the actuated joints)
         if ref.active and self.pub_id.readers:    # a reference runs: what it asks, ...
-            tau_ref = control_torques('inverse_dynamics', robot.model, q, v, robot.q_index,
-                                      robot.v_index, q_ref, v_ref, a_ref, 0.0, 0.0,
-                                      robot.continuous)
-            self._emit(self.pub_id, rt.id_out, sec, nanosec, (q_ref, v_ref, tau_ref))
+            if loops is None:
+                tau_ref = control_torques('inverse_dynamics', robot.model, q, v, robot.q_index,
+                                          robot.v_index, q_ref, v_ref, a_ref, 0.0, 0.0,
+                                          robot.continuous)
+            else:
+                tau_ref = self._closing(loops.reference_torques, robot.model, q, q_ref[out],
+                                        v_ref[out], a_ref[out])
+            self._emit(self.pub_id, rt.id_out, sec, nanosec,
+                       (q_ref[out], v_ref[out], tau_ref), (tau_ref,))
         if ref.active and self.pub_error.readers:    # ... and how far
-            e = tracking_error(q_ref, m.position, robot.continuous)
-            e_dot = v_ref - m.velocity
+            e = tracking_error(q_ref[out], m.position[out], robot.continuous[out])
+            e_dot = v_ref[out] - m.velocity[out]
             self._emit(self.pub_error, rt.error_out, sec, nanosec, (e, e_dot))
         source = self._law()
         if source in ('none', 'gravity'):
             return
-        tau = self.stats.timed(control_torques, source, robot.model, q, v, robot.q_index,
-                               robot.v_index, q_ref, v_ref, a_ref, self._gains(rt, 'kp'),
-                               self._gains(rt, 'kd'), robot.continuous,
-                               compensate_friction=self.params['compensate_friction'])
+        kp, kd = self._gains(rt, 'kp'), self._gains(rt, 'kd')
+        if loops is None:
+            tau = self.stats.timed(control_torques, source, robot.model, q, v, robot.q_index,
+                                   robot.v_index, q_ref, v_ref, a_ref, kp, kd, robot.continuous,
+                                   compensate_friction=self.params['compensate_friction'])
+        else:      # the laws act on the actuated joints; their torques on the closed system
+            tau = np.zeros(len(robot.joint_names))
+            tau[out] = self._closing(self.stats.timed, loops.law_torques, source, robot.model, q,
+                                     v, q_ref[out], v_ref[out], a_ref[out], kp[out], kd[out],
+                                     robot.continuous[out],
+                                     compensate_friction=self.params['compensate_friction'])
         self._command(rt, tau)
+
+    @staticmethod
+    def _closing(fn, *args, **kwargs):
+        """``fn`` on a robot with closed loops: a configuration they cannot close (or a motion
+        the actuated joints cannot produce) is a refused input (rejected_loops_open), never a
+        torque."""
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as exc:
+            raise Rejected('loops_open', str(exc)) from None
 
     # -- callbacks -----------------------------------------------------------------------------
     def on_joint_states(self, data: bytes) -> None:
@@ -432,17 +487,30 @@ class DynamicsNode(RbdNode):
                 return   # outputs wait for a (fresh) base state
             base_q, base_v = self._base_state()
             q = robot.full_q(m.position, base_q)
+        loops = rt.loops
+        if loops is not None:     # the passive joints follow the held ones: the loops closed
+            q = self._closing(stats.timed, loops.close, robot.model, q)
+            m.position[:] = q[robot.q_index]
 
         # gravity compensation: g(q) for every joint_states message
-        g = stats.timed(rbd.gravity_torques, robot.model, q)
-        if not robot.direct_state:
-            g = g[robot.v_index]
+        if loops is None:
+            g = g_out = stats.timed(rbd.gravity_torques, robot.model, q)
+            if not robot.direct_state:
+                g = g_out = g[robot.v_index]
+        else:                     # at the motors: constrained inverse dynamics, v = a = 0
+            g_out = self._closing(stats.timed, loops.gravity, robot.model, q)
+            g = np.zeros(len(robot.joint_names))
+            g[rt.out_slots] = g_out
         source = self._law()
-        if self._emit(self.pub_gravity, rt.gravity_out, sec, nanosec, (m.position, g), (g,)) \
-                and source == 'gravity':
+        if self._emit(self.pub_gravity, rt.gravity_out, sec, nanosec,
+                      (m.position[rt.out_slots] if loops is not None else m.position, g_out),
+                      (g_out,)) and source == 'gravity':
             self._command(rt, g)
         if source not in ('none', 'gravity') or rt.reference.active:
             self._track(rt, sec, nanosec, q, base_v)
+        if loops is not None:
+            self._closed_forward_dynamics(rt, sec, nanosec, q, base_v, has_effort)
+            return
 
         if has_effort and m.effort_complete and (self.pub_fd.readers or rt.observer.enabled):
             if robot.direct_state:
@@ -458,6 +526,21 @@ class DynamicsNode(RbdNode):
                            (m.position, m.velocity, qdd, m.effort), (qdd,))
             if rt.observer.enabled:
                 self._observe(rt, sec, nanosec, q, v, tau)
+
+    def _closed_forward_dynamics(self, rt: Runtime, sec, nanosec, q, base_v, has_effort):
+        """~/forward_dynamics of a robot with closed loops: the actuated joints' accelerations
+        under their measured efforts (the passive joints get none), from constrained forward
+        dynamics at the velocities the loops allow."""
+        m, robot, loops, out = rt.merger, rt.robot, rt.loops, rt.out_slots
+        if not (has_effort and self.pub_fd.readers and m.has_effort[out].all()):
+            return
+        v = loops.velocity(robot.model, q, robot.full_v(m.velocity, base_v))
+        tau = np.zeros(robot.nv)
+        tau[loops.actuated_v] = m.effort[out]
+        qdd = self.stats.timed(rbd.constrained_forward_dynamics, robot.model, q, v, tau)
+        self._emit(self.pub_fd, rt.fd_out, sec, nanosec,
+                   (m.position[out], v[loops.actuated_v], qdd[loops.actuated_v], m.effort[out]),
+                   (v[loops.actuated_v], qdd[loops.actuated_v]))
 
     def _observe(self, rt: Runtime, sec, nanosec, q, v, tau) -> None:
         """The external torques (control/observer.py) from this sample, published; a
@@ -561,6 +644,11 @@ class DynamicsNode(RbdNode):
         if unknown:
             raise Rejected('unknown_joints', f'the trajectory names {unknown}, not single-DoF '
                            f'joints of {robot.model.name!r}')
+        if rt.loops is not None and (passive := [n for n in msg.joint_names
+                                                 if n not in rt.loops.actuated]):
+            raise Rejected('passive_joints', f'the trajectory names {passive}, which the closed '
+                           f'loops move: a reference is for the actuated joints '
+                           f'({", ".join(rt.loops.actuated)})')
         tfs, pos, vel, acc = [], [], [], []
         for k, pt in enumerate(msg.points):
             if len(pt.positions) != n:
@@ -629,9 +717,17 @@ class DynamicsNode(RbdNode):
             a_k = np.asarray(acc[k]) if acc[k] is not None else a_k
             q_full, v_full, a_full = qj.copy(), np.zeros(len(qj)), np.zeros(len(qj))
             q_full[slots], v_full[slots], a_full[slots] = q_k, v_k, a_k
-            tau = rbd.inverse_dynamics(robot.model, robot.full_q(q_full, base_q),
-                                       robot.full_v(v_full, base_v),
-                                       robot.full_v(a_full))[robot.v_index][slots]
+            if rt.loops is None:
+                tau = rbd.inverse_dynamics(robot.model, robot.full_q(q_full, base_q),
+                                           robot.full_v(v_full, base_v),
+                                           robot.full_v(a_full))[robot.v_index][slots]
+            else:       # the point's motors move the closed system
+                out = rt.out_slots
+                joint_tau = np.zeros(len(qj))
+                start = rt.loops.last if rt.loops.last is not None else robot.full_q(qj, base_q)
+                joint_tau[out] = self._closing(rt.loops.reference_torques, robot.model, start,
+                                               q_full[out], v_full[out], a_full[out])
+                tau = joint_tau[slots]
             if self.params['compensate_friction']:
                 tau = tau + joint_friction_compensation(robot.model, v_k,
                                                         robot.v_index[slots])
@@ -679,6 +775,9 @@ class DynamicsNode(RbdNode):
         if rt is not None:
             extra['joints_known'] = f'{int(rt.merger.has_position.sum())}/' \
                                     f'{len(rt.robot.joint_names)}'
+            if rt.loops is not None:
+                extra['closed_loops'] = ', '.join(rt.robot.model.constraint_names)
+                extra['actuated_joints'] = ', '.join(rt.loops.actuated)
             extra['clock_resets'] = str(rt.merger.clock_resets)
             if self.peak is not None and len(self.peak) == len(rt.robot.joint_names):
                 extra['external_torque_peak'] = ', '.join(

@@ -8,6 +8,10 @@ at their neutral pose (identity) and published on /tf like any moving joint (doc
 A description given as a parameter (or file) is republished latched on ``robot_description``.
 In strict mode only warnings that bear on kinematics refuse a description: an inertia never
 stops a robot from getting its TF.
+A description that closes kinematic loops (``<constraint>``) gets every link too: joint_states
+need carry only the actuated joints (``actuated_joints``; and the joints outside the loops), the
+passive ones are placed by closing the loops (rbd_ros/control/closed_loops.py), warm-started
+from the last message's. A joint_states that cannot close is refused (rejected_loops_open).
 """
 from __future__ import annotations
 
@@ -21,9 +25,11 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 import rbd_ros.dynamics as rbd
+from rbd_ros.control.closed_loops import LoopClosure
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected, all_finite
 from rbd_ros.ros.messages import relative_pose, transform_msg
-from rbd_ros.ros.node import COMMON_PARAMS, JOINT_STATES_QOS, RbdNode, node_main
+from rbd_ros.ros.node import (ACTUATED_JOINTS, COMMON_PARAMS, JOINT_STATES_QOS, RbdNode,
+                             node_main)
 from rbd_ros.ros.params import ParamSpec, non_negative
 from rbd_ros.ros.qos import LATCHED_QOS, TF_QOS, TF_STATIC_QOS, joint_states_qos
 from rbd_ros.ros.robot import Robot
@@ -39,6 +45,7 @@ PARAMS = {
     'publish_frequency': ParamSpec('double', 0.0, 'Hz at which /tf is published from the latest '
                                    'joint_states; 0 = once per joint_states message',
                                    non_negative),
+    'actuated_joints': ACTUATED_JOINTS,
 }
 
 
@@ -48,6 +55,7 @@ class Runtime:
     merger: JointStateMerger
     moving: tuple[tuple[str, str], ...]     # (parent link, child link) of every moving joint
     fixed: tuple[tuple[str, str], ...]      # (parent link, child link) of every fixed joint
+    loops: LoopClosure | None               # a robot with closed loops: how they close
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +71,7 @@ class FramesNode(RbdNode):
     NODE_NAME = 'rbd_frames'
     PARAMS = PARAMS
     STRICT_KINEMATICS_ONLY = True
+    CLOSED_LOOPS_REFUSAL = None      # served: the passive links placed by closing the loops
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -84,9 +93,14 @@ class FramesNode(RbdNode):
         moving, fixed = [], []
         for j in robot.model.joints:
             (fixed if j.type == 'fixed' and j.mimic is None else moving).append((j.parent, j.child))
+        loops = None
+        if robot.model.constraint_names:
+            loops = LoopClosure(robot.model, robot.joint_names, self.params['actuated_joints'])
         old = self.runtime
-        return Runtime(robot=robot, merger=JointStateMerger(robot, old.merger if old else None),
-                       moving=tuple(moving), fixed=tuple(fixed))
+        return Runtime(robot=robot, merger=JointStateMerger(robot, old.merger if old else None,
+                                                            None if loops is None
+                                                            else loops.required),
+                       moving=tuple(moving), fixed=tuple(fixed), loops=loops)
 
     def runtime_changed(self, runtime: Runtime) -> None:
         self.pending = None
@@ -118,6 +132,11 @@ class FramesNode(RbdNode):
         if not self._said_input:
             self.input_arrived()
         q = rt.robot.full_q(rt.merger.position)
+        if rt.loops is not None:       # the passive joints where the loops put them
+            try:
+                q = self.stats.timed(rt.loops.close, rt.robot.model, q)
+            except ValueError as exc:
+                raise Rejected('loops_open', str(exc)) from None
         stamp = Time(sec=sec, nanosec=nanosec)
         if self.params['publish_frequency'] > 0:
             self.pending = PendingTF(rt, q, stamp)
@@ -144,6 +163,9 @@ class FramesNode(RbdNode):
         extra = {'frame_prefix': self.params['frame_prefix']}
         if self.runtime is not None:
             extra['clock_resets'] = str(self.runtime.merger.clock_resets)
+            if self.runtime.loops is not None:
+                extra['closed_loops'] = ', '.join(self.runtime.robot.model.constraint_names)
+                extra['actuated_joints'] = ', '.join(self.runtime.loops.actuated)
         return extra
 
 

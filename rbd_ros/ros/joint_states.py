@@ -61,9 +61,13 @@ class JointStateMerger:
     known (mimic joints follow their leaders, multi-DoF joints are held at neutral) and skipped.
     """
 
-    def __init__(self, robot: Robot, previous: 'JointStateMerger | None' = None):
+    def __init__(self, robot: Robot, previous: 'JointStateMerger | None' = None,
+                 required: np.ndarray | None = None):
         n = len(robot.joint_names)
         self.robot = robot
+        # the joints whose positions make the state complete (a robot with closed loops: all
+        # but the loops' passive joints, which follow; rbd_ros/control/closed_loops.py)
+        self.required = np.ones(n, dtype=bool) if required is None else required
         self.position = np.zeros(n)
         self.velocity = np.zeros(n)
         self.effort = np.zeros(n)
@@ -88,9 +92,9 @@ class JointStateMerger:
 
     @property
     def complete(self) -> bool:
-        """Every position known (once true, true for the life of this merger)."""
+        """Every required position known (once true, true for the life of this merger)."""
         if not self._complete:
-            self._complete = bool(self.has_position.all())
+            self._complete = bool(self.has_position[self.required].all())
         return self._complete
 
     @property

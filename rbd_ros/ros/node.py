@@ -38,7 +38,7 @@ from .joint_states import Rejected
 from .params import (ParameterError, ParamSpec, declare_parameters, finite_vector,
                      install_set_validation, one_of, positive, unique_names)
 from .qos import COMMAND_QOS, LATCHED_QOS, OUTPUT_QOS
-from .robot import Robot, load_robot, read_description_file
+from .robot import Robot, load_robot, read_description_file, refuse_closed_loops
 
 # Parameters several nodes declare, described once.
 ROBOT_DESCRIPTION = ParamSpec('string', '', 'URDF text; empty: robot_description_file, else the '
@@ -51,6 +51,11 @@ DIAGNOSTICS_PERIOD = ParamSpec('double', 1.0, 'seconds between /diagnostics mess
 JOINT_STATES_QOS = ParamSpec('string', 'sensor_data', 'joint_states subscription QoS: '
                              'sensor_data (best effort) or reliable',
                              one_of('sensor_data', 'reliable'))
+ACTUATED_JOINTS = ParamSpec('string_array', [], 'a robot with closed loops (<constraint>): the '
+                            'joints that drive it; joint_states need carry only them (and the '
+                            'joints outside the loops), the loops\' passive joints follow; in '
+                            'dynamics_node the order of every per-joint output; empty: those '
+                            'its <transmission> / <ros2_control> name', unique_names)
 # The nodes that take a payload (dynamics_node, sim_node) also take the model corrections an
 # identification writes (python -m rbd_ros analyze --write-params).
 MODEL_PARAMS = {
@@ -89,6 +94,10 @@ class RbdNode(Node):
     ACCEPTS_PAYLOAD = False
     #: what stale input does to the node's outputs (said in /diagnostics)
     STALE_EFFECT = ''
+    #: why the node refuses a description that closes kinematic loops (<constraint>); None: it
+    #: serves them (dynamics_node, frames_node close the loops per message). sim_node keeps
+    #: this refusal until it simulates loops (issue 29)
+    CLOSED_LOOPS_REFUSAL: str | None = 'sim_node does not simulate closed loops yet'
 
     def __init__(self, *, context=None, parameter_overrides=None, node_name=None,
                  namespace=None, cli_args=None):
@@ -187,6 +196,8 @@ class RbdNode(Node):
         robot = load_robot(text, floating_base=self.params.get('floating_base', False),
                            gravity=self.params.get('gravity', (0.0, 0.0, -9.81)), strict=strict,
                            generation=self._generation + 1, source=source, path=path)
+        if self.CLOSED_LOOPS_REFUSAL:
+            refuse_closed_loops(robot.model, self.CLOSED_LOOPS_REFUSAL)
         return self._with_joint_dynamics(robot)
 
     def _with_joint_dynamics(self, robot: Robot) -> Robot:

@@ -6,6 +6,9 @@ JointState carries one value per joint, so the JointState joints are the single-
 (revolute, continuous, prismatic) that own a coordinate. Mimic joints follow their leaders.
 Planar and floating URDF joints have no JointState form: the nodes hold them at their neutral
 pose. A floating *base* (``floating_base``) comes from elsewhere (dynamics_node: Odometry).
+A description that closes kinematic loops (``<constraint>``) loads like any other: the nodes that
+serve loops close them per message (rbd_ros/control/closed_loops.py); the others refuse it with
+:func:`refuse_closed_loops`.
 """
 from __future__ import annotations
 
@@ -110,7 +113,6 @@ def load_robot(xml: str, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.8
                          'the robot description is empty')
     model = rbd.Model(read_urdf(xml, source=path), floating_base=bool(floating_base),
                       gravity=tuple(float(g) for g in gravity), strict=strict)
-    refuse_closed_loops(model, 'the nodes do not serve closed loops yet')
     single = model.single_dof_joints()
     mimics = [j for j in model.joints if j.mimic is not None]
     multi = [j for j in model.joints if j.type in ('planar', 'floating') and j.mimic is None
@@ -132,9 +134,9 @@ def load_robot(xml: str, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.8
 
 
 def refuse_closed_loops(model: rbd.Model, what: str) -> None:
-    """ValueError when the description closes kinematic loops (<constraint> elements): the
-    core reads them (rbd_ros.dynamics: constrained dynamics, close_loops), but ``what``
-    cannot honour them yet, and ignoring them would give a tree that falls apart."""
+    """ValueError when the description closes kinematic loops (<constraint> elements) and
+    ``what`` (a node: RbdNode.CLOSED_LOOPS_REFUSAL) cannot honour them yet: ignoring them would
+    give a tree that falls apart."""
     if model.constraint_names:
         names = ', '.join(repr(n) for n in model.constraint_names[:4])
         more = ', ...' if len(model.constraint_names) > 4 else ''
