@@ -465,7 +465,8 @@ def test_each_rows_law_is_minus_the_derivative_of_its_cost():
     solver's cost (solver.cost: what the line search and the warm start compare), slope =
     -d lam / d u (central differences, relative 1e-6); a LIMIT row slides at exactly -+fric,
     sticks within it and is held at a bound by (bound - x) / r; a SOFT row is b - a u clipped;
-    a TANGENT pair stays inside its disk, against the slip."""
+    a TANGENT pair stays inside its disk, against the slip: -u / c at small slip, 0.9 of the
+    disk at a slip of 2.06 c radius (the solver's docstring: 2.1)."""
     rng = np.random.default_rng(7)
     h = 1e-7
     for _ in range(200):
@@ -511,6 +512,12 @@ def test_each_rows_law_is_minus_the_derivative_of_its_cost():
             jac[:, k] = (np.array(SV.tangent_impulse(*(ut + e), c, radius)[:2])
                          - np.array(SV.tangent_impulse(*(ut - e), c, radius)[:2])) / (2 * hh)
         if radius > 0:
+            # stiction: -u / c at small slip; 0.9 of the cone at a slip of 2.06 c radius
+            small = np.array(SV.tangent_impulse(1e-6 * c * radius, 0.0, c, radius)[:2])
+            assert small[0] == pytest.approx(-1e-6 * radius, rel=1e-11) and small[1] == 0.0
+            slip = math.sqrt(0.81 / 0.19) * c * radius
+            assert math.hypot(*SV.tangent_impulse(0.6 * slip, 0.8 * slip, c, radius)[:2]) == \
+                pytest.approx(0.9 * radius, rel=1e-14)
             assert np.abs(grad + lt).max() <= 1e-6 * radius
             assert np.abs(-jac - [[s11, s12], [s12, s22]]).max() <= 1e-5 * radius / (c * radius)
 
@@ -781,22 +788,26 @@ def test_contact_forces_are_the_rows_impulses_over_dt_along_the_ground_frame():
 
 def test_clamp_to_limits_ends_a_joint_that_crossed_its_limit_at_it():
     """clamp_to_limits: a joint that crossed a limit in the step (q* beyond it) and was stopped
-    (v+ = 0) ends exactly at it; one that crossed and moves back ends no further out than the
-    limit; a joint that did not cross keeps its q+."""
-    model = chain([dict(lower=-1, upper=1)] * 4)
+    (v+ = 0) ends exactly at it, from beyond it or short of it; one that crossed and moves
+    back ends no further out than the limit; a joint that did not cross keeps its q+. In a
+    step (both integrators), a bar driven through its limit within one step stops at it."""
+    model = chain([dict(lower=-1, upper=1)] * 5)
     sim = Simulator(model)
-    q_free = np.array([1.01, -1.02, -1.001, 0.5])
-    v_new = np.array([0.0, 0.0, 0.4, 0.0])
-    q_new = np.array([1.002, -1.0001, -1.0005, 1.2])       # (the last: not the clamp's business)
+    q_free = np.array([1.01, -1.02, -1.001, 0.5, 1.01])
+    v_new = np.array([0.0, 0.0, 0.4, 0.0, 0.0])
+    # stopped beyond, stopped short of it (semi-implicit Euler's q+ = q), moving back from
+    # beyond it, inside (the last two: q+ beyond a limit is not the clamp's business)
+    q_new = np.array([1.002, -0.9995, -1.0005, 1.2, 1.0005])
     S.clamp_to_limits(sim._si, sim._sf, q_free, v_new, q_new)
-    assert list(q_new) == [1.0, -1.0, -1.0, 1.2]
-    q_new = np.array([1.002, -1.0001, -0.998, 0.6])
+    assert list(q_new) == [1.0, -1.0, -1.0, 1.2, 1.0]
+    q_new = np.array([0.998, -1.0001, -0.998, 0.6, 1.0])
     S.clamp_to_limits(sim._si, sim._sf, q_free, v_new, q_new)
-    assert list(q_new) == [1.0, -1.0, -0.998, 0.6]
-    # in a step: a bar driven through its limit within one step stops at it
-    bar = Simulator(one_joint(upper=0.5), q0=[0.4999], v0=[5.0])
-    assert bar.step(np.zeros(1))
-    assert bar.q[0] == 0.5 and abs(bar.v[0]) <= 1e-10     # (v+: to the solver's tolerance)
+    assert list(q_new) == [1.0, -1.0, -0.998, 0.6, 1.0]
+    for integrator in INTEGRATORS:
+        bar = Simulator(one_joint(upper=0.5), q0=[0.4999], v0=[5.0],
+                        options=SimOptions(integrator=integrator))
+        assert bar.step(np.zeros(1))
+        assert bar.q[0] == 0.5 and abs(bar.v[0]) <= 1e-10     # (v+: to the solver's tolerance)
 
 
 @pytest.mark.parametrize('integrator', INTEGRATORS)
