@@ -28,9 +28,11 @@ A step of dt from (q, v), in stages (``step``):
                warm-started from the last step's velocity change)
 6. integrate   q+ = q* (+) theta dt (v+ - v*): the rows' impulses act through the step, so the
                position moves by the mean of the velocity change (theta = 1/2 after RK4; 1
-               after semi-implicit Euler, q+ = q (+) v+ dt, that method exactly); a joint that
-               crossed a position limit ends inside it; what the drives applied and the contact
-               forces go to ``out``.
+               after semi-implicit Euler, q+ = q (+) v+ dt, that method: exactly for the
+               joints, whose coordinates add; a floating base's two exponentials on SE(3)
+               differ by dt^2/2 [v*, v+ - v*], second order like the method's own error); a
+               joint that crossed a position limit ends inside it; what the drives applied and
+               the contact forces go to ``out``.
 
 A contact acts on the rows' velocities at the end of the step: a point penetrating by d (gap
 g* = -d at q*) with stiffness k and damping c gives the normal impulse
