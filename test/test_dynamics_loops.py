@@ -726,14 +726,10 @@ def test_interpreted_and_compiled_kernels_agree():
 
 
 # ---- what does not take loops yet refuses them -------------------------------------------------
-def test_the_simulator_and_the_nodes_robot_refuse_a_constrained_description():
+def test_the_nodes_robot_refuses_a_constrained_description():
+    """(The simulator runs loops: test_simulation_loops.py.)"""
     from rbd_ros.ros.robot import load_robot
-    from rbd_ros.simulation import Simulator
-    model, xml = ankle()
-    with pytest.raises(ValueError, match=r"closes 2 kinematic loop\(s\) with <constraint> "
-                                         r"\('rod_left_ball', 'rod_right_ball'\): the simulator "
-                                         r"does not simulate closed loops yet"):
-        Simulator(model)
+    _, xml = ankle()
     with pytest.raises(ValueError, match=r"closes 2 kinematic loops with <constraint> "
                                          r"\('rod_left_ball', 'rod_right_ball'\): the nodes do not "
                                          r"serve closed loops yet"):
