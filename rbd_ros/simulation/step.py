@@ -43,9 +43,9 @@ closed system (smooth.py: the loops' forces inside every RK4 stage), so it moves
 loops to RK4's order. Held by the rows alone (a free tree's step, then the rows), the loops'
 forces would act a step late and lose energy at first order in dt: a four-bar lost 21% of
 its swing in 10 s at 1 kHz so, 8% with the rows' Jacobian at mid-step and the centripetal
-bias in their target (a Python prototype of the step). The equality rows then hold what the smooth step drifts and carry the
-loops' share of the other rows' impulses (a drive's, a limit's, a contact's): row r of K at
-q*, held at
+bias in their target (a Python prototype of the step). The equality rows then hold what the
+smooth step drifts and carry the loops' share of the other rows' impulses (a drive's, a
+limit's, a contact's): row r of K at q*, held at
 
     u_r = theta K_r v* - phi_r(q*) / dt
 
@@ -354,8 +354,8 @@ def equality_rows(h, si, sf, q_free, v_free, rf, ri, J, nz, work, rows):
         if rows >= si[L.MAXROWS]:
             break
         row_size, u, nnz = 0.0, 0.0, 0
-        J[rows, :] = 0.0                    # (the row cleared: its other entries are another
-        for c in range(nv):                 #  step's)                 # K_r over the columns of the loop's two chains
+        J[rows, :] = 0.0            # K_r over the columns of the loop's two chains (the row
+        for c in range(nv):         # cleared: its other entries are another step's)
             if K[r, c] != 0.0:
                 J[rows, c] = K[r, c]
                 nz[rows, nnz] = c
