@@ -726,16 +726,12 @@ def test_interpreted_and_compiled_kernels_agree():
 
 
 # ---- what does not take loops yet refuses them -------------------------------------------------
-def test_the_simulator_refuses_a_constrained_description_the_nodes_robot_loads_it():
-    """The simulator (and sim_node: RbdNode.CLOSED_LOOPS_REFUSAL) refuses loops; the nodes'
-    Robot loads them (dynamics_node and frames_node close them: test_ros_loops.py)."""
+def test_the_nodes_robot_loads_a_constrained_description():
+    """The nodes' Robot loads loops (dynamics_node and frames_node close them:
+    test_ros_loops.py; the simulator runs them: test_simulation_loops.py); a node that does
+    not serve them refuses them by name."""
     from rbd_ros.ros.robot import load_robot, refuse_closed_loops
-    from rbd_ros.simulation import Simulator
-    model, xml = ankle()
-    with pytest.raises(ValueError, match=r"closes 2 kinematic loop\(s\) with <constraint> "
-                                         r"\('rod_left_ball', 'rod_right_ball'\): the simulator "
-                                         r"does not simulate closed loops yet"):
-        Simulator(model)
+    _, xml = ankle()
     robot = load_robot(xml)
     assert robot.model.constraint_names == ['rod_left_ball', 'rod_right_ball']
     with pytest.raises(ValueError, match=r"closes 2 kinematic loops with <constraint> "

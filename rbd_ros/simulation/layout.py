@@ -70,7 +70,12 @@ W_SPEED_PASS = 53       # 4 nv: a drive's effort and correction in the last pass
 I_ROWS = 54             # ROW_INTS x MAXROWS: per row kind, unit, point, partner, piece, ...
 I_NZ = 55               # MAXROWS x nv: each row's nonzero columns
 I_POINT_NZ = 56         # nv: the chain of one contact point's body
-SI_LEN = 57
+# closed loops (<constraint>: the equality rows, step.equality_rows)
+NLOOP_ROWS = 57         # the constraints' rows (0: a tree)
+W_LOOP_PHI = 58         # NLOOP_ROWS: phi(q*), the loops' residual at the smooth step's end
+W_LOOP_K = 59           # NLOOP_ROWS x nv: K(q*)
+W_LOOP_IMPULSE = 60     # NLOOP_ROWS: the last step's impulse on each constraint row; kept
+SI_LEN = 61
 
 # --- sf: float scalars -----------------------------------------------------------------------
 DT = 0
@@ -113,6 +118,7 @@ ROW_SLOPE_X = 12
 ROW_FLOATS = 13
 # int fields
 ROW_KIND, ROW_UNIT, ROW_POINT, ROW_PARTNER, ROW_PIECE, ROW_NNZ = 0, 1, 2, 3, 4, 5
+# (ROW_UNIT: a joint's or drive's row: its velocity index; an equality row: its row of K)
 ROW_SPEED = 6       # LIMIT: 1 when lo is the speed limit, 2 when hi is, 3 both, 0 neither
 ROW_ROLE = 7        # what the row stands for (step.py: a joint, a drive, a contact, ...)
 ROW_INTS = 8

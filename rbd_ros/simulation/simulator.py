@@ -1,7 +1,9 @@
 """A simulated robot with real joints and ground contact, ROS-free: effort saturation, drives
 with position and velocity commands, viscous damping, Coulomb friction with stiction,
 velocity and position limits, armature (in the model), external wrenches, a floating base on
-a ground plane with compliant contacts and Coulomb friction cones.
+a ground plane with compliant contacts and Coulomb friction cones, closed kinematic loops
+(<constraint>: equality rows of the step's constraint solve; the state starts closed,
+``closed_state``).
 
 ``Simulator`` builds the constant tables once (layout.py) and steps with one compiled call
 (step.py: the step, and why each part is the way it is). The state is public coordinates:
@@ -30,6 +32,8 @@ from .contact import ContactPoint, candidates, ground_frame
 from .step import point_locations, simulate
 
 INTEGRATORS = ('rk4', 'semi_implicit_euler')
+#: closed_state: K v below this times max(1, |v|) (m/s, rad/s) keeps the loops closed
+CLOSED_VELOCITY = 1e-12
 POSITION_LIMITS = ('constraint', 'spring', 'off')
 
 
@@ -100,12 +104,12 @@ class Simulator:
     given, then advances."""
 
     def __init__(self, model: rbd.Model, q0=None, v0=None, options: SimOptions = SimOptions()):
-        if model.constraint_names:     # its rows would be ignored: the tree falls apart
+        if model.constraint_names and model.has_mimic:
             raise ValueError(f'{model.source}: the description closes '
                              f'{len(model.constraint_names)} kinematic loop(s) with <constraint> '
-                             f'({", ".join(map(repr, model.constraint_names))}): the simulator '
-                             'does not simulate closed loops yet (rbd_ros.dynamics reads them: '
-                             'constrained_forward_dynamics)')
+                             f'({", ".join(map(repr, model.constraint_names))}) and has mimic '
+                             'joints: the simulator does not simulate the two together yet '
+                             '(rbd_ros.dynamics does: constrained_forward_dynamics)')
         self.model = model
         self.options = options
         self.data = model.create_data()
@@ -125,8 +129,9 @@ class Simulator:
         self.row_v = np.array([j.v_index for j in rows], dtype=np.int64)
         self.row_q = np.array([j.q_index for j in rows], dtype=np.int64)
         # W and the solver's Hessian are factored over the tree's dof parents (branch-induced
-        # sparsity: J^T S J of a point's rows stays within it), dense with mimic joints
-        factor_parent = (model.dof_parent if model.direct
+        # sparsity: J^T S J of a point's rows stays within it), dense with mimic joints or
+        # loops (a loop's rows join its two branches)
+        factor_parent = (model.dof_parent if model.direct and not model.constraint_rows
                          else np.arange(-1, nv - 1, dtype=np.int64))
         self._si, self._sf, self._work, self._iwork = tables.build(model, o, self.points,
                                                                    factor_parent)
@@ -139,6 +144,8 @@ class Simulator:
         if self._q.shape != (nq,) or self._v.shape != (nv,):
             raise ValueError(f'q0 must have {nq} values and v0 {nv}, got {self._q.shape} and '
                              f'{self._v.shape}')
+        if model.constraint_rows:
+            self._q, self._v = self.closed_state(self._q, self._v)
         self.t = 0.0
         self.status = L.STEP_OK
         # compiled (or loaded from numba's cache) now, not in a first step
@@ -162,6 +169,42 @@ class Simulator:
     @v.setter
     def v(self, value):
         _assign(self._v, value, 'v')
+
+    def closed_state(self, q, v=None, hold=None):
+        """(q, v) on the loops that <constraint> elements close: q closed by close_loops with
+        the joints in ``hold`` unchanged (default: the actuated joints, model.actuated_joints,
+        as a robot's motors are where it is told to start) and the others solved from q; v
+        (None: zero) with K v = 0, the held joints' velocities kept and the others' moved the
+        least (least squares). ValueError when q cannot close with those joints held (the
+        constraint that stays open, and by how much) or when the held joints' velocities
+        themselves open a loop. A model without loops: (q, v) as given (copies)."""
+        model = self.model
+        q = np.array(q, dtype=float)
+        v = np.zeros(model.nv) if v is None else np.array(v, dtype=float)
+        if not model.constraint_rows:
+            return q, v
+        hold = list(model.actuated_joints if hold is None else hold)
+        q = rbd.close_loops(model, q, hold, data=self.data)
+        K = rbd.constraint_jacobian(model, q, data=self.data)
+        held = [i for name in hold for j in [model.joint[name]] if j.v_index is not None
+                for i in range(j.v_index, j.v_index + j.nv)]
+        free = np.setdiff1d(np.arange(model.nv), held)
+        scale = max(1.0, float(np.abs(v).max()))
+        if np.abs(K @ v).max() > CLOSED_VELOCITY * scale:
+            v[free] -= np.linalg.lstsq(K[:, free], K @ v, rcond=1e-12)[0]
+        opening = np.abs(K @ v).max()
+        if opening > CLOSED_VELOCITY * scale:
+            raise ValueError(f'the velocities of the held joints ({", ".join(hold)}) open the '
+                             f'loops at {opening:.3g} m/s (rad/s): no velocity of the other '
+                             'joints keeps them closed')
+        return q, v
+
+    def set_state(self, q, v=None, hold=None) -> None:
+        """The state (q, v) closed first (``closed_state``: a model with loops starts on
+        them). The ``q`` and ``v`` properties set a state as it is given."""
+        q, v = self.closed_state(q, v, hold)
+        _assign(self._q, q, 'q')
+        _assign(self._v, v, 'v')
 
     @property
     def applied(self) -> np.ndarray:

@@ -3,6 +3,10 @@
 dynamics (M = G^T M_int G, tau = G^T tau_int, v_int = G v): the kernels run on the internal
 coordinates and these functions map in and out.
 
+A model whose <constraint> elements close kinematic loops takes the closed system's dynamics
+(loops.closed_forward_dynamics: RBDA 8.5, the loops' forces K^T lam inside every stage): the
+smooth step moves along the loops, and the equality rows (step.py) hold only what it drifts.
+
 RK4 is Runge-Kutta-Munthe-Kaas on the configuration manifold (fourth order for a tumbling
 floating base too: ``stage_velocity``); semi-implicit Euler on request.
 """
@@ -13,8 +17,9 @@ from rbd_ros.dynamics.aba import aba
 from rbd_ros.dynamics.checks import OK, SINGULAR
 from rbd_ros.dynamics.configuration import integrate
 from rbd_ros.dynamics.crba import crba
-from rbd_ros.dynamics.entry_points import model_tables
+from rbd_ros.dynamics.entry_points import dof_tables, loop_tables, model_tables
 from rbd_ros.dynamics.layout import JOINT_FLOATING, JOINT_PLANAR, JTYPE, VIDX
+from rbd_ros.dynamics.loops import closed_forward_dynamics
 from rbd_ros.dynamics.rnea import rnea
 from rbd_ros.dynamics.spd import chain, ltdl_factor, ltdl_solve
 
@@ -82,9 +87,15 @@ def reduce_rows(si, sf, J_int, J, row):
 # ---- dynamics in public coordinates -------------------------------------------------------
 @kernel
 def acceleration(h, si, sf, q, v, tau, f_ext, vdot, work):
-    """vdot = FD(q, v, tau, f_ext). Returns OK or a dynamics status."""
+    """vdot = FD(q, v, tau, f_ext), of the closed system when loops close the tree (no
+    Baumgarte terms: the equality rows hold the drift). Returns OK or a dynamics status."""
     body_int, body_float, ws = model_tables(h)
     if si[L.DIRECT] == 1:
+        if si[L.NLOOP_ROWS] > 0:
+            loop_int, loop_float, _, lw, pivot = loop_tables(h)
+            return closed_forward_dynamics(body_int, body_float, ws, dof_tables(h)[1], loop_int,
+                                           loop_float, lw, pivot, q, v, tau, f_ext, 0.0, 0.0,
+                                           vdot)
         return aba(body_int, body_float, ws, q, v, tau, f_ext, vdot)
     nv, nvi = si[L.NV], si[L.NV_INT]
     qi, _, vi, ai, ti, Mi = mimic_scratch(work, si)

@@ -20,8 +20,8 @@ A step of dt from (q, v), in stages (``step``):
                  contact rows   each candidate point below the ground at q* (contact.py):
                                 its normal spring-damper (SOFT: it never pulls) and its
                                 Coulomb friction disk (TANGENT)
-                 equality rows  where rows that hold a relation between joints go (loop
-                                closures: a LIMIT row with lo = hi = its target velocity)
+                 equality rows  each loop closure's rows (<constraint>): LIMIT, lo = hi,
+                                J_r the row of K(q*) (below)
 4. mass        M = M(q*), W = M + dt D (the joints' viscous damping, implicit), M v*; each
                row's scale from W's diagonal
 5. solve       v+ = argmin 1/2 v^T W v - v^T M v* + sum_r l_r(J_r v)   (solver.py: Newton,
@@ -40,6 +40,26 @@ lam_n = dt (k (-g_end) - c vn+), g_end = g* + theta dt (vn+ - vn*), clipped at 0
 law b - a vn+ with a = theta dt^2 k + dt c, b = dt k (-g* + theta dt vn*). Because the rows are
 implicit, a stiff contact under a light foot is stable at any dt.
 
+Closed kinematic loops (RBDA chapter 8) act in two places. The smooth step integrates the
+closed system (smooth.py: the loops' forces inside every RK4 stage), so it moves along the
+loops to RK4's order. Held by the rows alone (a free tree's step, then the rows), the loops'
+forces would act a step late and lose energy at first order in dt: a four-bar lost 21% of
+its swing in 10 s at 1 kHz so, 8% with the rows' Jacobian at mid-step and the centripetal
+bias in their target (a Python prototype of the step). The equality rows then hold what the
+smooth step drifts and carry the loops' share of the other rows' impulses (a drive's, a
+limit's, a contact's): row r of K at q*, held at
+
+    u_r = theta K_r v* - phi_r(q*) / dt
+
+The smooth step keeps K v and moves phi by dt K v; with q+ = q* (+) theta dt (v+ - v*) this
+target makes the map from one step's (phi, dt K v) to the next's nilpotent: whatever the loops'
+residual and velocity error, both are gone two steps later, to second order in their size
+(theta = 1 closes the loop at once). The drift left is what the smooth step makes in one
+step (1e-11 m on the four-bar), and the targets' impulses are that small. A position
+projection after the step instead (close_loops' Newton) would move q without v, changing the
+potential energy every step. Rows K leaves empty (a planar loop's out-of-plane rows) are left
+out; other redundant rows are consistent, and the rows' regularisation takes them.
+
 A drive at its joint's speed limit gives up effort, as a real one does (``speed_limited_effort``):
 the speed-limit row brakes the joint, and what it brakes beyond friction is counted first
 against the drive's effort command (given up, down to zero effort) and only the rest as
@@ -56,8 +76,9 @@ import math
 
 from rbd_ros.dynamics._jit import kernel
 from rbd_ros.dynamics.checks import OK
-from rbd_ros.dynamics.entry_points import model_tables
+from rbd_ros.dynamics.entry_points import loop_tables, model_tables
 from rbd_ros.dynamics.kinematics import body_placements
+from rbd_ros.dynamics.loops import loop_jacobian, loop_residual
 
 from . import layout as L
 from .contact import body_clear_of_ground, contact_point, point_jacobian
@@ -72,6 +93,10 @@ REACH = 100.0
 #: (the first gives up what the impulse says; each later one the smooth step's rest, about 1e-3
 #: of the last: three reach 1e-10 of a speed)
 SPEED_LIMIT_PASSES = 5
+#: a loop-closure row whose largest entry is below this times K's largest is empty (a planar
+#: loop's out-of-plane rows, zero but for rounding): it would hold nothing, and its G_rr (its
+#: scale, 0) would make its regularisation 0
+EMPTY_ROW = 1e-9
 #: an effort row's compliance relative to its joint's G (as the tangent rows' stick
 #: compliance): stiff enough that a joint ends within 1e-4 of the take-back's own speed change
 #: of its limit, soft enough that rounding in u (1 ulp of the speed) takes back no effort
@@ -304,10 +329,48 @@ def contact_rows(h, si, sf, q_free, v_free, rf, ri, J, nz, out, work, iwork, rem
 
 
 @kernel
-def equality_rows(si, sf, q_free, v_free, rf, ri, J, nz, rows):
-    """Rows that hold a relation between joints at a target velocity (LIMIT rows with
-    lo = hi, friction 0: exact through their multipliers, as a joint held at a limit is): the
-    place of loop closures. None in a tree."""
+def equality_rows(h, si, sf, q_free, v_free, rf, ri, J, nz, work, rows):
+    """LIMIT rows with lo = hi (friction 0: exact through their multipliers, as a joint held
+    at a limit is), one per loop-closure row (RBDA 8.3): J_r = K_r(q*), held at
+    u_r = theta K_r v* - phi_r(q*) / dt (the module docstring: the step then ends with the
+    loop closed, and a drift left by the last step is gone two steps later). A row that K
+    leaves empty (a planar loop's out-of-plane rows: redundant) holds nothing and is left out.
+    Each multiplier is warm-started from the row's impulse in the last step."""
+    m = si[L.NLOOP_ROWS]
+    if m == 0:
+        return rows
+    body_int, body_float, ws = model_tables(h)
+    loop_int, loop_float, _, _, _ = loop_tables(h)
+    nv, dt = si[L.NV], sf[L.DT]
+    theta = 0.5 if si[L.RK4] == 1 else 1.0
+    phi, K = vector(work, si, L.W_LOOP_PHI, m), matrix(work, si, L.W_LOOP_K, m, nv)
+    remembered = vector(work, si, L.W_LOOP_IMPULSE, m)
+    body_placements(body_int, body_float, ws, q_free)
+    loop_residual(body_int, body_float, ws, loop_int, loop_float, phi)
+    loop_jacobian(body_int, body_float, ws, loop_int, loop_float, K)
+    largest = 0.0
+    for r in range(m):
+        for c in range(nv):
+            largest = max(largest, abs(K[r, c]))
+    for r in range(m):
+        if rows >= si[L.MAXROWS]:
+            break
+        row_size, u, nnz = 0.0, 0.0, 0
+        J[rows, :] = 0.0            # K_r over the columns of the loop's two chains (the row
+        for c in range(nv):         # cleared: its other entries are another step's)
+            if K[r, c] != 0.0:
+                J[rows, c] = K[r, c]
+                nz[rows, nnz] = c
+                nnz += 1
+                u += K[r, c] * v_free[c]
+                row_size = max(row_size, abs(K[r, c]))
+        if not row_size > EMPTY_ROW * largest:
+            continue
+        u = theta * u - phi[r] / dt
+        add_row(rf, ri, rows, L.LIMIT, EQUALITY, r, -1, u, u)      # (its unit: the K row)
+        ri[L.ROW_NNZ, rows] = nnz
+        rf[L.ROW_MULT, rows] = remembered[r]
+        rows += 1
     return rows
 
 
@@ -473,7 +536,9 @@ def contact_forces(si, sf, rf, ri, nrows, out, remembered):
 def clamp_to_limits(si, sf, q_free, v_new, q_new):
     """A joint that crossed its limit in the step met the stop within the step: it ends
     inside, at the limit when it was stopped there (however short of it the mean-velocity
-    position would leave it)."""
+    position would leave it). Not in a closed loop: moving one joint alone would open its
+    loop (by 1e-4 m on the parallel ankle's motors at 2 rad/s), so a joint there ends up to
+    (1 - theta) dt |v*| past its limit, where its limit row holds it."""
     rv, rq, lim = si[L.ROWS_V_AT], si[L.ROWS_Q_AT], si[L.ROW_LIMITS_AT]
     for k in range(si[L.NROWS]):
         i, qi = si[rv + k], si[rq + k]
@@ -536,7 +601,7 @@ def constrained_step(h, si, sf, q, v, command, f_ext, out, stats, work, iwork):
         rows = effort_rows(si, sf, command, tau, rf, ri, J, nz, rows)
     rows = contact_rows(h, si, sf, q_free, v_free, rf, ri, J, nz, out, work, iwork,
                         vector(work, si, L.W_POINT_IMPULSE, 3 * si[L.NPOINTS]), rows)
-    rows = equality_rows(si, sf, q_free, v_free, rf, ri, J, nz, rows)
+    rows = equality_rows(h, si, sf, q_free, v_free, rf, ri, J, nz, work, rows)
     damped = False
     if si[L.DAMPING] == 1:
         for i in range(nv):
@@ -606,16 +671,19 @@ def step(h, si, sf, q, v, command, f_ext, out, stats, work, iwork):
     applied_efforts(si, sf, command, tau, rf, ri, rows, out)
     contact_forces(si, sf, rf, ri, rows, out, vector(work, si, L.W_POINT_IMPULSE,
                                                      3 * si[L.NPOINTS]))
-    for i in range(nv):
-        joint_impulse[i] = 0.0
+    loop_impulse = vector(work, si, L.W_LOOP_IMPULSE, si[L.NLOOP_ROWS])
+    joint_impulse[:] = 0.0
+    loop_impulse[:] = 0.0
     for r in range(rows):
         if ri[L.ROW_ROLE, r] == JOINT:
             joint_impulse[ri[L.ROW_UNIT, r]] = rf[L.ROW_LAM, r]
+        elif ri[L.ROW_ROLE, r] == EQUALITY:
+            loop_impulse[ri[L.ROW_UNIT, r]] = rf[L.ROW_LAM, r]
     for i in range(nv):
         dv[i] = v_new[i] - v_free[i]
         dv_last[i] = dv[i]
     status = integrate_public(h, si, sf, q_free, dv, theta * dt, q_new, work)
-    if si[L.POSITION_LIMITS] == 0:
+    if si[L.POSITION_LIMITS] == 0 and si[L.NLOOP_ROWS] == 0:
         clamp_to_limits(si, sf, q_free, v_new, q_new)
     return L.STEP_OK if status == OK else L.STEP_DIVERGED
 

@@ -19,7 +19,8 @@ def build(model, options, points, factor_parent):
     row_q = np.array([j.q_index for j in rows], dtype=np.int64)
     mimic = model._mimic_rows
     bodies = body_groups(points)
-    maxrows = 2 * len(rows) + 3 * len(points)
+    loop_rows = model.constraint_rows
+    maxrows = 2 * len(rows) + 3 * len(points) + loop_rows      # (a loop's rows: one each)
     si_arrays = [('ROWS_V_AT', row_v), ('ROWS_Q_AT', row_q),
                  ('POINT_BODY_AT', [c.body for c in points]),
                  ('POINT_KIND_AT', [c.kind for c in points]),
@@ -62,6 +63,7 @@ def build(model, options, points, factor_parent):
     si[L.FLOATING] = int(model.floating_base)
     si[L.MAXROWS] = maxrows
     si[L.NBODY_POINTS] = len(bodies)
+    si[L.NLOOP_ROWS] = loop_rows
     si_parts, sf_parts = [si], [sf_scalars]
     at = L.SI_LEN
     for slot, values in si_arrays:
@@ -75,12 +77,13 @@ def build(model, options, points, factor_parent):
         si[getattr(L, slot)] = at
         sf_parts.append(values)
         at += len(values)
-    floats, ints = workspace(si, nv, nq, model.nv_full, model.nq_full, maxrows, len(points))
+    floats, ints = workspace(si, nv, nq, model.nv_full, model.nq_full, maxrows, len(points),
+                             loop_rows)
     return (np.concatenate(si_parts), np.concatenate(sf_parts), np.zeros(floats),
             np.zeros(ints, dtype=np.int64))
 
 
-def workspace(si, nv, nq, nv_int, nq_int, maxrows, npoints):
+def workspace(si, nv, nq, nv_int, nq_int, maxrows, npoints, loop_rows=0):
     """Writes where each workspace array starts into si's W_* and I_* slots; returns the float
     and int workspace sizes."""
     sizes = [('W_MIMIC', 2 * nq_int + 3 * nv_int + nv_int * nv_int),
@@ -92,7 +95,9 @@ def workspace(si, nv, nq, nv_int, nq_int, maxrows, npoints):
              ('W_J', maxrows * nv), ('W_ROWS', L.ROW_FLOATS * maxrows),
              ('W_POINT', 4 + 3 * nv_int),
              ('W_DV_LAST', nv), ('W_JOINT_IMPULSE', nv), ('W_POINT_IMPULSE', 3 * npoints),
-             ('W_SPEED_PASS', 4 * nv)]
+             ('W_SPEED_PASS', 4 * nv),
+             ('W_LOOP_PHI', loop_rows), ('W_LOOP_K', loop_rows * nv),
+             ('W_LOOP_IMPULSE', loop_rows)]
     at = 0
     for slot, size in sizes:
         si[getattr(L, slot)] = at
