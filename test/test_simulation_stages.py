@@ -194,7 +194,8 @@ def test_joint_rows_keep_each_joint_inside_its_limits_in_the_step(integrator):
     rf, ri, J, nz = fields(off)
     assert S.joint_rows(off._si, off._sf, q_free, v_free, rf, ri, J, nz, remembered, 0) == 5
     # ... and the place of equality rows adds none in a tree
-    assert S.equality_rows(off._si, off._sf, q_free, v_free, rf, ri, J, nz, 5) == 5
+    assert S.equality_rows(off.data.handle, off._si, off._sf, q_free, v_free, rf, ri, J, nz,
+                           off._work, 5) == 5
 
 
 @pytest.mark.parametrize('integrator', INTEGRATORS)
