@@ -1,17 +1,20 @@
 """Every benchmark in one run, or one of them:
 
-    .venv/bin/python -m benchmarks [dynamics | sim | nodes | analyze] [--smoke]
+    .venv/bin/python -m benchmarks [dynamics | sim | sim_node | nodes | analyze] [--smoke]
     .venv/bin/python -m benchmarks analyze --fleet K --seconds S --workers 1,2,4,8,16
 
 1. ``dynamics``: the dynamics core against Pinocchio, side by side: per-call medians and
    batched throughput (benchmarks/dynamics_bench.py);
 2. ``sim``: the simulator's step against MuJoCo's on the same URDF, dt and contacts: us per
    step and the real-time factor (benchmarks/sim_bench.py);
-3. ``nodes`` (or ``node``): dynamics_node at 1 kHz against a bare rclpy relay on the same
+3. ``sim_node``: sim_node's tick with a legged robot at publish_rate 1000: us per tick as
+   each output gains a subscriber, the real-time factor it keeps, and a lying A1 at
+   real_time_factor 0 with its /diagnostics period (benchmarks/sim_node_bench.py);
+4. ``nodes`` (or ``node``): dynamics_node at 1 kHz against a bare rclpy relay on the same
    transport: added latency percentiles, lost messages, CPU, resident memory, start-up; then
    the CPU per output enabled, one dynamics_node per configuration beside the relay
    (benchmarks/node_bench.py);
-4. ``analyze``: ``python -m rbd_ros analyze`` end to end on rosbag2 logs against the script a
+5. ``analyze``: ``python -m rbd_ros analyze`` end to end on rosbag2 logs against the script a
    user would write, each stage's time, the start-up, 1 and 2 Dask workers; with ``--fleet``,
    the table of a fleet of logs on 1, 2, 4, ... workers (benchmarks/analyze_bench.py).
 
@@ -23,14 +26,15 @@ benchmarks/campaign.py): ``.venv/bin/python -m benchmarks.campaign``.
 """
 import argparse
 
-from benchmarks import analyze_bench, dynamics_bench, node_bench, sim_bench
+from benchmarks import analyze_bench, dynamics_bench, node_bench, sim_bench, sim_node_bench
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='python -m benchmarks',
                                      description='rbd_ros benchmarks, all in one run')
     parser.add_argument('which', nargs='?',
-                        choices=('all', 'dynamics', 'sim', 'nodes', 'node', 'analyze'),
+                        choices=('all', 'dynamics', 'sim', 'sim_node', 'nodes', 'node',
+                                 'analyze'),
                         default='all', help='one benchmark (default: all of them; node is '
                         'nodes)')
     parser.add_argument('--smoke', action='store_true', help='a few seconds in all')
@@ -47,6 +51,9 @@ def main(argv=None):
     if args.which in ('all', 'sim'):
         print('\n## the simulator\'s step vs MuJoCo\n', flush=True)
         status |= sim_bench.run(smoke=args.smoke)
+    if args.which in ('all', 'sim_node'):
+        print('\n## sim_node\'s tick at 1 kHz with a legged robot\n', flush=True)
+        status |= sim_node_bench.run(smoke=args.smoke)
     if args.which in ('all', 'nodes', 'node'):
         print('\n## dynamics_node at 1 kHz vs a bare rclpy relay\n', flush=True)
         status |= node_bench.main(['--smoke'] if args.smoke else [])

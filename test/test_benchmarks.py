@@ -81,6 +81,27 @@ def test_node_bench_smoke():
 
 
 @pytest.mark.ros
+def test_sim_node_bench_smoke():
+    """sim_node's tick: a row per output subscribed, each with its cost, the real-time run and
+    (with A1) the lying robot at real_time_factor 0 with its /diagnostics."""
+    pytest.importorskip('rclpy')
+    result = run_smoke('benchmarks.sim_node_bench')
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {row[0]: row[1:] for row in table_rows(result.stdout)}
+    assert rows.get('what is subscribed') == ['us per tick', 'added'], result.stdout
+    for label in ('the physics step alone (Simulator.advance)', 'nothing', '+ joint_states',
+                  '+ /clock', '+ base_state', '+ /tf', '+ contact_wrenches',
+                  '+ contact_markers (30 Hz)'):
+        assert float(rows[label][0]) > 0, result.stdout
+    assert 'per tick, every output read:' in result.stdout
+    real_time = [label for label in rows if 'real_time_factor 1' in label]
+    assert real_time and rows[real_time[0]][1].endswith('x'), result.stdout
+    for label in rows:
+        if 'real_time_factor 0' in label:
+            assert rows[label][1].endswith('x') and ' in ' in rows[label][2], result.stdout
+
+
+@pytest.mark.ros
 def test_campaign_smoke():
     """The fuzz and soak campaign, seconds long: a few thousand fuzzed joint_states as bytes and
     as bad fields into dynamics_node, description reloads, fuzzed (and blowing-up) commands

@@ -287,3 +287,50 @@ def test_external_wrench_pause_and_step(ros):
     v1 = sim.runtime.sim.v
     assert np.allclose(v1, expected, rtol=2e-2, atol=1e-7)
     assert not np.allclose(v1, without, rtol=2e-2, atol=1e-7)
+
+
+def test_diagnostics_keep_their_period_as_fast_as_possible_with_a_heavy_step(ros):
+    """sim_node as the executable runs it (its executor), real_time_factor 0, a legged robot
+    lying on the ground (A1 from example-robot-data, else Solo-12 dropped on its feet) at 50
+    kHz, 500 steps per tick: the tick timer is always due, and /diagnostics still comes every
+    diagnostics_period (the executor starved its timer: gaps of 9 s, then nothing after 13 s)."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    from conftest import ROOT, child_env, script
+    from corpus import robots_directory
+    robots = robots_directory()
+    a1 = robots and os.path.join(robots, 'a1_description', 'urdf', 'a1.urdf')
+    if a1 and os.path.exists(a1):       # on its side, 25 cm up
+        args = ['--urdf', a1, '-p', 'initial_base_pose:=[0.0, 0.0, 0.25, 0.70710678, 0.0, '
+                '0.0, 0.70710678]']
+    else:
+        args = ['--urdf', str(ROOT / 'rbd_ros' / 'robots' / 'solo12.urdf'), '--params-file',
+                str(ROOT / 'config' / 'solo12.yaml')]
+    arrivals = []
+    ros.probe.create_subscription(
+        DiagnosticArray, '/diagnostics', lambda msg: arrivals.append((time.monotonic(), msg)),
+        10)
+    period = 0.5
+    proc = subprocess.Popen(script('sim_node') + args[:2] + [
+        '--ros-args', '-p', 'floating_base:=true', '-p', 'real_time_factor:=0.0', '-p',
+        'rate:=50000.0', '-p',
+        f'diagnostics_period:={period}', *(['-p', args[3]] if args[2] == '-p' else args[2:])],
+        env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    try:
+        wait_until(lambda: len(arrivals) >= 12, timeout=90, what='12 /diagnostics')
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    times = [t for t, _ in arrivals]
+    gaps = [b - a for a, b in zip(times[1:], times[2:])]   # (the first: start-up)
+    assert max(gaps) < 4 * period, gaps           # (slack for a loaded 2-core machine)
+    values = [{kv.key: kv.value for kv in s.values} for _, m in arrivals for s in m.status]
+    steps = [int(v.get('steps', 0)) for v in values]
+    assert steps[-1] > steps[1] > 0, values[-1]
+    assert proc.returncode == 0, err

@@ -1,5 +1,6 @@
 """The simulator's constraint solver says when it runs out of iterations:
-Simulator.unconverged_solves (and solver_stats) count it, sim_node reports it in /diagnostics."""
+Simulator.unconverged_solves (and solver_stats) count it, sim_node reports it in /diagnostics
+(WARN for each period that had some, with how many)."""
 import functools
 import pathlib
 
@@ -48,7 +49,7 @@ def test_the_old_name_of_the_budget_still_sets_it():
 
 def test_sim_node_reports_unconverged_solves_in_diagnostics(ros, monkeypatch):
     pytest.importorskip('rclpy')
-    from diagnostic_msgs.msg import DiagnosticArray
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
     import rbd_ros.nodes.sim as sim_module
     from conftest import wait_until
@@ -69,4 +70,19 @@ def test_sim_node_reports_unconverged_solves_in_diagnostics(ros, monkeypatch):
 
     wait_until(reported, timeout=60, what='unconverged_solves > 0 in /diagnostics')
     assert node.unconverged_solves > 0
+    # WARN for each period that had some, with how many
+    warned = [(status, {kv.key: kv.value for kv in status.values}) for msg in list(diagnostics)
+              for status in msg.status if 'ran out of iterations' in status.message]
+    assert warned, [s.message for m in diagnostics for s in m.status]
+    status, values = warned[-1]
+    count = int(values['unconverged_solves_last_period'])
+    assert status.level == DiagnosticStatus.WARN and count > 0
+    assert f'in {count} solve' in status.message and 'in the last 0.2 s' in status.message
+    # a period without any: OK again
+    node.paused = True
+    wait_until(lambda: any(s.level == DiagnosticStatus.OK and 'iterations' not in s.message
+                           and {kv.key: kv.value for kv in s.values}.get(
+                               'unconverged_solves_last_period') == '0'
+                           for m in list(diagnostics)[-3:] for s in m.status),
+               what='/diagnostics OK after a period without unconverged solves')
     assert node.extra_diagnostics()['unconverged_solves'] == str(node.unconverged_solves)

@@ -20,17 +20,24 @@ period per command received after each joint_states). Services: ``~/pause`` (Set
 ``~/step`` (Trigger: ``step_count`` periods while paused), ``~/reset`` (Trigger: the initial
 state); topics ``~/set_state`` (JointState) and ``~/set_base_state`` (Odometry) set a given
 state. Everything: docs/ros.md.
+
+This file is the ROS side: parameters, subscriptions, services, timekeeping and messages. The
+command mux is rbd_ros/simulation/commands.py, what is reported (noise, delay, contact
+wrenches) rbd_ros/simulation/outputs.py; the per-period outputs go out as bytes serialized
+once per model (ros/wire.py), the contact outputs only while someone reads them.
 """
 from __future__ import annotations
 
-import collections
+import contextlib
 import dataclasses
 import math
 import time
 
 import numpy as np
+from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import Point, WrenchStamped
 from nav_msgs.msg import Odometry
+from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -39,23 +46,22 @@ from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
 
 import rbd_ros.dynamics as rbd
-from rbd_ros.dynamics.rotations import quaternion_to_matrix
 
-from rbd_ros.ros.joint_states import Rejected, all_finite
-from rbd_ros.ros.messages import joint_state, odometry_to_base, time_msg, transform_msg
+from rbd_ros.ros.joint_states import Rejected
+from rbd_ros.ros.messages import odometry_to_base
 from rbd_ros.ros.node import COMMON_PARAMS, MODEL_PARAMS, RbdNode, node_main
 from rbd_ros.ros.params import (ParamSpec, finite_vector, non_negative, one_of,
                                 per_command_joint, positive, unique_names)
 from rbd_ros.ros.qos import COMMAND_QOS, OUTPUT_QOS, TF_QOS
 from rbd_ros.ros.robot import Robot
+from rbd_ros.ros.wire import (Output, SerializedMessage, clock_out, joint_state_out,
+                              odometry_out, transform_out, wrench_out)
 from rbd_ros.simulation import INTEGRATORS, POSITION_LIMITS, SimOptions, Simulator
+from rbd_ros.simulation.commands import (COMMAND_BOUND, CommandMux, CommandRefused, Gains,
+                                         check_bound, state_command, wrench_command)
 from rbd_ros.simulation.contact import ContactPoint, ground_frame
-
-
-#: The largest command value (N m, N, rad, m, rad/s, m/s) and gain sim_node takes: a command
-#: beyond it is refused (rejected_out_of_range), so that no sum of inputs, gains and a state
-#: within divergence_bound can overflow to inf (two finite commands of 1.8e308 and 1e300 did).
-COMMAND_BOUND = 1e12
+from rbd_ros.simulation.outputs import (Every, Mimic, Sample, StateSensor, all_finite,
+                                        contact_arrows, link_wrenches, stamp)
 
 
 def _gains(value) -> None:
@@ -66,6 +72,9 @@ def _gains(value) -> None:
 
 #: Hz of simulated time at which ~/contact_markers are published (at most)
 MARKER_RATE = 30.0
+
+#: publish periods a late tick catches up at most (the timer skips the ones it missed)
+CATCH_UP_PERIODS = 10
 
 
 def _finite_number(value) -> None:
@@ -191,21 +200,6 @@ PARAMS = {
 }
 
 
-@dataclasses.dataclass
-class CommandInput:
-    """The latest command on one input, per JointState joint (NaN: not commanded)."""
-
-    effort: np.ndarray
-    position: np.ndarray
-    velocity: np.ndarray
-    time: float | None = None       # simulated time of receipt
-
-    @classmethod
-    def empty(cls, n):
-        nan = np.full(n, np.nan)
-        return cls(nan.copy(), nan.copy(), nan.copy())
-
-
 @dataclasses.dataclass(frozen=True)
 class Runtime:
     robot: Robot
@@ -214,12 +208,15 @@ class Runtime:
     command_slots: np.ndarray      # slots (in robot.joint_names) of command_joints
     q0: np.ndarray                 # initial configuration (nq; the base's pose first)
     v0: np.ndarray                 # initial velocity (nv; zero but for the base's twist)
-    inputs: dict                   # name -> CommandInput
-
-
-def _check_bound(values, what, bound=COMMAND_BOUND) -> None:
-    if len(values) and float(np.max(np.abs(values))) > bound:
-        raise Rejected('out_of_range', f'{what}: a value beyond {bound:g}')
+    mux: CommandMux                # the command inputs (simulation/commands.py)
+    mimic: Mimic                   # the mimic joints joint_states carries after the others
+    effort_limit: np.ndarray       # of the JointState joints
+    weight: float                  # N: the contact arrows' scale
+    # the per-period outputs, serialized once with their names and frames (ros/wire.py)
+    joint_states_out: SerializedMessage
+    base_out: SerializedMessage | None
+    base_tf_out: SerializedMessage | None
+    wrench_outs: dict              # link -> its contact wrench's template, made when first used
 
 
 class SimNode(RbdNode):
@@ -235,18 +232,27 @@ class SimNode(RbdNode):
         self.sim_time = 0.0
         self.steps = 0
         self.divergence_resets = 0
-        self.unconverged_solves = 0     # steps whose row solver ran out of sweeps
+        self.unconverged_solves = 0     # constraint solves that ran out of solver_iterations
+        self._unconverged_then = 0      # ... at the last /diagnostics
+        self._unconverged_in_period = 0     # ... between the last two /diagnostics
         self.saturated = 0              # commands clipped at an effort limit
         self.paused = False
         self.awaiting_command = False   # lockstep: a state was published, no command since
         self.wrench = None              # ({link: wrench}, end time or None)
-        self.delayed = collections.deque()
-        self._next_markers = 0.0            # simulated time of the next contact markers
+        self.sensor = StateSensor(p['joint_states_noise'], p['joint_states_delay'],
+                                  p['noise_seed'])
+        self._markers_due = Every(1.0 / MARKER_RATE)
+        self._gains = None              # Gains of the runtime's command joints (parameters)
+        self._drives_set = (None, None)     # (simulator, Drives) last given to it
+        self._pace = None               # (wall time, periods run since) of real-time pacing
         self._rtf_window = (time.monotonic(), 0.0)   # (wall, simulated) time of the last check
         self._slow = None                   # the real-time factor when short of the target
-        self.pub_js = self.create_publisher(JointState, 'joint_states', OUTPUT_QOS)
-        self.pub_clock = self.create_publisher(Clock, '/clock', OUTPUT_QOS) \
+        # the per-period outputs go out as bytes (ros/wire.py); joint_states, /clock, the base
+        # state and /tf always, the contact outputs only while someone reads them
+        self.pub_js = Output(self, JointState, 'joint_states', OUTPUT_QOS)
+        self.pub_clock = Output(self, Clock, '/clock', OUTPUT_QOS) \
             if p['publish_clock'] else None
+        self._clock_out = clock_out()
         # as bytes, walked with bounds checks before deserializing (cdr.py)
         self.subscribe_checked(Float64MultiArray, '~/effort_commands', self.on_effort_commands,
                                COMMAND_QOS)
@@ -258,12 +264,10 @@ class SimNode(RbdNode):
         if p['floating_base']:
             self.subscribe_checked(Odometry, '~/set_base_state', self.on_set_base_state,
                                    COMMAND_QOS)
-            self.pub_base = self.create_publisher(Odometry, '~/base_state', OUTPUT_QOS)
-            self.pub_tf = self.create_publisher(TFMessage, '/tf', TF_QOS)
-            self.pub_contacts = self.create_publisher(WrenchStamped, '~/contact_wrenches',
-                                                      OUTPUT_QOS)
-            self.pub_markers = self.create_publisher(MarkerArray, '~/contact_markers',
-                                                     OUTPUT_QOS)
+            self.pub_base = Output(self, Odometry, '~/base_state', OUTPUT_QOS)
+            self.pub_tf = Output(self, TFMessage, '/tf', TF_QOS)
+            self.pub_contacts = Output(self, WrenchStamped, '~/contact_wrenches', OUTPUT_QOS)
+            self.pub_markers = Output(self, MarkerArray, '~/contact_markers', OUTPUT_QOS)
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.create_service(SetBool, '~/pause', self.on_pause)
         self.create_service(Trigger, '~/step', self.on_step)
@@ -345,10 +349,17 @@ class SimNode(RbdNode):
             if ignored:
                 self.get_logger().warning(f'{", ".join(ignored)} given without floating_base: '
                                           'true: ignored (a fixed-base robot has no ground)')
-        count = len(robot.joint_names)
-        return Runtime(robot=robot, sim=sim, command_names=names, command_slots=slots, q0=q0,
-                       v0=v0, inputs={'effort_commands': CommandInput.empty(count),
-                                      'joint_commands': CommandInput.empty(count)})
+        world, root = p['world_frame'], model.root_link
+        return Runtime(
+            robot=robot, sim=sim, command_names=names, command_slots=slots, q0=q0, v0=v0,
+            mux=CommandMux(len(robot.joint_names), slots),
+            mimic=Mimic(robot.mimic_leader_slot, robot.mimic_multiplier, robot.mimic_offset),
+            effort_limit=robot.effort_limit,
+            weight=model.total_mass * float(np.linalg.norm(model.gravity)),
+            joint_states_out=joint_state_out(robot.joint_names + robot.mimic_names,
+                                             'position', 'velocity', 'effort'),
+            base_out=odometry_out(world, root) if floating else None,
+            base_tf_out=transform_out(world, root) if floating else None, wrench_outs={})
 
     def _initial_base_pose(self, sim: Simulator, q0: np.ndarray) -> np.ndarray:
         """initial_base_pose (its quaternion normalised), or the identity at the origin raised
@@ -370,11 +381,16 @@ class SimNode(RbdNode):
         """A payload changed the robot's inertia, not its state: the motion and the commands
         go on from where they were."""
         new.sim.q, new.sim.v = old.sim.q, old.sim.v
-        return dataclasses.replace(new, inputs=old.inputs)
+        return dataclasses.replace(new, mux=old.mux)
 
     def runtime_changed(self, runtime: Runtime) -> None:
         runtime.sim.t = self.sim_time          # simulated time runs on across a model swap
-        self.delayed.clear()
+        self._gains = None
+        self.sensor.clear()
+
+    def parameter_changed(self, name: str, value) -> None:
+        if name in ('position_kp', 'position_kd', 'velocity_kp'):
+            self._gains = None
 
     # -- commands in ---------------------------------------------------------------------------
     def _command_arrived(self, rt: Runtime) -> None:
@@ -387,17 +403,8 @@ class SimNode(RbdNode):
         rt = self.runtime
         if rt is None:
             raise Rejected('no_model', 'command before any robot_description')
-        data = np.asarray(msg.data, dtype=float)
-        if data.shape != (len(rt.command_slots),):
-            raise Rejected('length_mismatch', f'{len(data)} efforts for '
-                           f'{len(rt.command_slots)} command_joints')
-        if not all_finite(data):
-            raise Rejected('non_finite', 'NaN or inf in effort_commands')
-        _check_bound(data, 'effort_commands')
-        cmd = CommandInput.empty(len(rt.robot.joint_names))
-        cmd.effort[rt.command_slots] = data
-        cmd.time = self.sim_time
-        rt.inputs['effort_commands'] = cmd
+        with refused_as_rejected():
+            rt.mux.effort_commands(msg.data, self.sim_time)
         self._command_arrived(rt)
 
     def on_joint_commands(self, msg: JointState) -> None:
@@ -406,32 +413,11 @@ class SimNode(RbdNode):
         rt = self.runtime
         if rt is None:
             raise Rejected('no_model', 'command before any robot_description')
-        n = len(msg.name)
-        fields = {f: np.asarray(getattr(msg, f), dtype=float)
-                  for f in ('position', 'velocity', 'effort')}
-        for field, values in fields.items():
-            if len(values) not in (0, n):
-                raise Rejected('length_mismatch', f'{n} names but {len(values)} {field} values')
-        if len(set(msg.name)) != n:
-            raise Rejected('duplicate_names', 'a joint name appears twice')
-        if not all_finite(*fields.values()):
-            raise Rejected('non_finite', 'NaN or inf in joint_commands')
-        for field, values in fields.items():
-            _check_bound(values, f'joint_commands {field}')
-        old = rt.inputs['joint_commands']
-        cmd = CommandInput(old.effort.copy(), old.position.copy(), old.velocity.copy())
-        unknown = []
-        for k, name in enumerate(msg.name):
-            i = rt.robot.slot.get(name)
-            if i is None:
-                unknown.append(name)
-                continue
-            for field, values in fields.items():
-                getattr(cmd, field)[i] = values[k] if len(values) else np.nan
+        with refused_as_rejected():
+            unknown = rt.mux.joint_commands(msg.name, rt.robot.slot, msg.position, msg.velocity,
+                                            msg.effort, self.sim_time)
         if unknown:
             self.stats.unknown_names(unknown)
-        cmd.time = self.sim_time
-        rt.inputs['joint_commands'] = cmd
         self._command_arrived(rt)
 
     def on_external_wrench(self, msg: WrenchStamped) -> None:
@@ -444,10 +430,8 @@ class SimNode(RbdNode):
         if link not in rt.robot.model.frame_index:
             raise Rejected('unknown_link', f'external_wrench on unknown link {link!r}')
         f, t = msg.wrench.force, msg.wrench.torque
-        wrench = np.array([f.x, f.y, f.z, t.x, t.y, t.z])
-        if not all_finite(wrench):
-            raise Rejected('non_finite', 'NaN or inf in external_wrench')
-        _check_bound(wrench, 'external_wrench')
+        with refused_as_rejected():
+            wrench = wrench_command([f.x, f.y, f.z, t.x, t.y, t.z])
         duration = self.params['external_wrench_duration']
         self.wrench = ({link: wrench}, self.sim_time + duration if duration > 0 else None)
 
@@ -456,23 +440,14 @@ class SimNode(RbdNode):
         rt = self.runtime
         if rt is None:
             raise Rejected('no_model', 'state before any robot_description')
-        n = len(msg.name)
-        pos, vel = np.asarray(msg.position, dtype=float), np.asarray(msg.velocity, dtype=float)
-        if len(pos) != n or len(vel) not in (0, n):
-            raise Rejected('length_mismatch', f'{n} names, {len(pos)} positions, '
-                           f'{len(vel)} velocities')
-        if not all_finite(pos, vel):
-            raise Rejected('non_finite', 'NaN or inf in set_state')
-        _check_bound(np.concatenate([pos, vel]), 'set_state', self.params['divergence_bound'])
-        q, v = rt.sim.q.copy(), rt.sim.v.copy()
-        for k, name in enumerate(msg.name):
-            i = rt.robot.slot.get(name)
-            if i is None:
-                raise Rejected('unknown_joint', f'set_state names unknown joint {name!r}')
-            q[rt.robot.q_index[i]] = pos[k]
-            v[rt.robot.v_index[i]] = vel[k] if len(vel) else 0.0
+        with refused_as_rejected():
+            slots, pos, vel = state_command(msg.name, msg.position, msg.velocity,
+                                            rt.robot.slot, self.params['divergence_bound'])
+        q, v = rt.sim.q, rt.sim.v
+        q[rt.robot.q_index[slots]] = pos
+        v[rt.robot.v_index[slots]] = vel
         rt.sim.q, rt.sim.v = q, v
-        self.delayed.clear()
+        self.sensor.clear()
 
     def on_set_base_state(self, msg: Odometry) -> None:
         """Set the floating base's pose (world frame) and twist (base frame), as ~/base_state
@@ -492,12 +467,13 @@ class SimNode(RbdNode):
                            f'{msg.header.frame_id!r}: this simulator\'s base is {root!r} in '
                            f'{world!r} (or leave both empty)')
         base_q, base_v = odometry_to_base(msg)
-        _check_bound(np.concatenate([base_q[:3], base_v]), 'set_base_state',
-                     self.params['divergence_bound'])
+        with refused_as_rejected():
+            check_bound(np.concatenate([base_q[:3], base_v]), 'set_base_state',
+                        self.params['divergence_bound'])
         q, v = rt.sim.q, rt.sim.v
         q[:7], v[:6] = base_q, base_v
         rt.sim.q, rt.sim.v = q, v
-        self.delayed.clear()
+        self.sensor.clear()
 
     # -- services ------------------------------------------------------------------------------
     def on_reset(self, request, response):
@@ -507,7 +483,7 @@ class SimNode(RbdNode):
             return response
         rt.sim.q, rt.sim.v = rt.q0, rt.v0
         self.wrench = None
-        self.delayed.clear()
+        self.sensor.clear()
         response.success = True
         response.message = (f'state reset to initial_positions'
                             f'{" and initial_base_pose" if self.params["floating_base"] else ""}'
@@ -536,41 +512,54 @@ class SimNode(RbdNode):
 
     # -- simulation ----------------------------------------------------------------------------
     def set_drives(self, rt: Runtime) -> None:
-        """The fresh inputs, summed, into the simulator's drives (per JointState joint): effort
-        as commanded; a position command as kp (q_ref - q) + kd (v_ref - v) (v_ref: the velocity
-        command, else 0); a velocity command alone as velocity_kp (v_ref - v). The drives
-        evaluate them at every physics step, implicitly (step.py)."""
-        robot = rt.robot
-        n = len(robot.joint_names)
-        timeout = self.params['command_timeout']
-        gains = {name: per_command_joint(self.params[name], rt.command_slots, n)
-                 for name in ('position_kp', 'position_kd', 'velocity_kp')}
-        effort, kp, kd = np.zeros(n), np.zeros(n), np.zeros(n)
-        q_ref, v_ref = np.zeros(n), np.zeros(n)
-        for cmd in rt.inputs.values():
-            if cmd.time is None or self.sim_time - cmd.time > timeout:
-                continue
-            effort += np.nan_to_num(cmd.effort)
-            has_p, has_v = ~np.isnan(cmd.position), ~np.isnan(cmd.velocity)
-            kp = np.where(has_p, gains['position_kp'], kp)
-            kd = np.where(has_p, gains['position_kd'],
-                          np.where(has_v, gains['velocity_kp'], kd))
-            q_ref = np.where(has_p, np.nan_to_num(cmd.position), q_ref)
-            v_ref = np.where(has_v, np.nan_to_num(cmd.velocity), np.where(has_p, 0.0, v_ref))
+        """The fresh inputs, summed (CommandMux.drives), into the simulator's drives; given
+        again only when they changed (a new command, one timing out, new gains)."""
+        if self._gains is None:
+            n = len(rt.robot.joint_names)
+            self._gains = Gains(*(per_command_joint(self.params[name], rt.command_slots, n)
+                                  for name in ('position_kp', 'position_kd', 'velocity_kp')))
+        drives = rt.mux.drives(self.sim_time, self.params['command_timeout'], self._gains)
         sim = rt.sim
-        sim.set_effort(robot.full_v(effort))
-        sim.set_drives(robot.full_v(kp), robot.full_v(kd), robot.full_v(q_ref),
-                       robot.full_v(v_ref))
+        if self._drives_set[0] is sim and self._drives_set[1] is drives:
+            return
+        full_v = rt.robot.full_v
+        sim.set_effort(full_v(drives.effort))
+        sim.set_drives(full_v(drives.kp), full_v(drives.kd), full_v(drives.q_ref),
+                       full_v(drives.v_ref))
+        self._drives_set = (sim, drives)
 
     def _holding(self, rt: Runtime) -> bool:
-        return self.params['wait_for_command'] and all(c.time is None for c in rt.inputs.values())
+        return self.params['wait_for_command'] and not rt.mux.any_received()
 
     def tick(self) -> None:
-        """Real-time (or as-fast-as-possible) mode: one publish period per timer tick."""
+        """Real-time (or as-fast-as-possible) mode: the publish periods due by the wall clock,
+        usually one per timer tick. A tick timer that is always due (real_time_factor 0, or a
+        step slower than the period) can starve the diagnostics timer: /diagnostics is then
+        published from here."""
         rt = self.runtime
-        if rt is None or self.paused:
-            return
-        self.advance(rt)
+        if rt is None or self.paused or self._holding(rt):
+            self._pace = None
+            if rt is not None and not self.paused:
+                self.advance(rt)        # (holding: the state again, time stopped)
+        else:
+            for _ in range(self._periods_due()):
+                self.advance(rt)
+        self.publish_diagnostics_when_due()
+
+    def _periods_due(self) -> int:
+        """Publish periods owed to the wall clock at real_time_factor (1 as fast as possible).
+        A timer skips the periods it missed while the process was not running (a busy
+        machine), so a late tick catches up, up to CATCH_UP_PERIODS; further behind, the node
+        is slower than real time (/diagnostics says so) and the debt is forgotten."""
+        rate = self.params['real_time_factor'] * self.params['publish_rate']
+        if rate == 0.0:
+            return 1
+        now = time.monotonic()
+        start, done = self._pace or (now - 1.0 / rate, 0)
+        owed = round((now - start) * rate) - done
+        count = min(max(owed, 0), CATCH_UP_PERIODS)
+        self._pace = (now, 0) if owed > CATCH_UP_PERIODS else (start, done + count)
+        return count
 
     def announce(self) -> None:
         """Lockstep: until the first command, republish the current state (a controller that
@@ -578,7 +567,7 @@ class SimNode(RbdNode):
         rt = self.runtime
         if rt is None:
             return
-        if any(c.time is not None for c in rt.inputs.values()):
+        if rt.mux.any_received():
             self._announce.cancel()
             return
         if not self.paused:
@@ -621,18 +610,19 @@ class SimNode(RbdNode):
         if unconverged:
             self._solver_ran_out(unconverged)
         applied = sim.applied[rt.robot.v_index]
-        limit = rt.robot.effort_limit
         if self.params['effort_limits']:
-            self.saturated += int(np.count_nonzero(np.abs(applied) >= limit * (1 - 1e-12)))
+            self.saturated += int(np.count_nonzero(
+                np.abs(applied) >= rt.effort_limit * (1 - 1e-12)))
         self.publish_state(rt, applied)
 
     def _solver_ran_out(self, count: int) -> None:
-        """Counts the row solves that ran out of sweeps (Simulator.unconverged_solves): in their
-        steps friction, limits, drives and contacts held only approximately."""
+        """Counts the constraint solves that ran out of solver_iterations
+        (Simulator.unconverged_solves): in their steps friction, limits, drives and contacts
+        held only approximately. /diagnostics goes to WARN for the periods that had some."""
         self.unconverged_solves += count
         self.get_logger().warning(
-            f'the row solver (joint friction and limits, drives, contacts) ran out of sweeps '
-            f'before converging, {self.unconverged_solves} time'
+            f'the constraint solver (joint friction and limits, drives, contacts) ran out of '
+            f'its Newton iterations before converging, {self.unconverged_solves} time'
             f'{"s" if self.unconverged_solves != 1 else ""} so far (last at t = '
             f'{self.sim_time:.3f} s): those steps hold them only approximately '
             '(unconverged_solves in /diagnostics)', throttle_duration_sec=10.0)
@@ -648,127 +638,113 @@ class SimNode(RbdNode):
                                     'later resets are only counted (divergence_resets)')
         rt.sim.q, rt.sim.v = rt.q0, rt.v0
 
-    def _noise_rng(self, stream: int = 0):
-        """The noise of the state at this step: a function of (noise_seed, step, stream) only,
-        so a state published again (lockstep announcing it until a controller answers, a
-        hold) carries the same noise, and a lockstep run repeats bit for bit."""
-        return np.random.default_rng([self.params['noise_seed'] % 2**63, self.steps, stream])
+    # -- outputs -------------------------------------------------------------------------------
+    def _contacts_read(self) -> bool:
+        return self.pub_contacts.readers > 0 or self.pub_markers.readers > 0
 
     def publish_state(self, rt: Runtime, applied: np.ndarray | None = None) -> None:
+        """The state of this period through the joint-state sensor (noise, delay), then what
+        is due of it published."""
         robot, sim = rt.robot, rt.sim
-        qj, vj = sim.q[robot.q_index].copy(), sim.v[robot.v_index].copy()
-        eff = np.zeros(len(robot.joint_names)) if applied is None else applied
-        noise_q, noise_v = self.params['joint_states_noise']
-        if noise_q > 0:
-            qj += self._noise_rng().normal(0.0, noise_q, len(qj))
-        if noise_v > 0:
-            vj += self._noise_rng(1).normal(0.0, noise_v, len(vj))
+        q, v = sim.q, sim.v
+        effort = np.zeros(len(robot.joint_names)) if applied is None else applied
         base = contacts = None
         if self.params['floating_base']:
-            base = (sim.q[:7], sim.v[:6])
-            contacts = sim.contacts() if applied is not None else []
-        self.delayed.append((self.sim_time, qj, vj, eff, base, contacts))
-        delay = self.params['joint_states_delay']
-        while self.delayed and self.delayed[0][0] + delay <= self.sim_time + 1e-12:
-            t, qd, vd, ed, base, contacts = self.delayed.popleft()
-            self._publish(rt, t, qd, vd, ed, base, contacts)
+            base = (q[:7], v[:6])
+            if applied is None:         # (held: no step, no contact)
+                contacts = ([], np.zeros((0, 3)), np.zeros((0, 3)))
+            elif self._contacts_read():
+                contacts = sim.contact_arrays()
+        for sample in self.sensor.read(self.steps, self.sim_time, q[robot.q_index],
+                                       v[robot.v_index], effort, base, contacts):
+            self._publish(rt, sample)
         if self.params['lockstep']:
             self.awaiting_command = True
 
-    def _publish(self, rt: Runtime, t: float, qj, vj, eff, base, contacts) -> None:
-        robot = rt.robot
+    def _publish(self, rt: Runtime, sample: Sample) -> None:
         if self.pub_clock is not None:
-            stamp = time_msg(self.sim_time)
-            self.pub_clock.publish(Clock(clock=stamp))
-            stamp = time_msg(t)
+            sec, nanosec = stamp(self.sim_time)
+            self.pub_clock.publish(self._clock_out.fill(sec, nanosec))
+            sec, nanosec = stamp(sample.t)
         else:
-            stamp = self.get_clock().now().to_msg()
-        finite = all_finite(qj, vj, eff) and (base is None or all_finite(*base))
-        if not finite:   # never publish NaN or inf (cannot happen: belt and braces)
+            sec, nanosec = self.get_clock().now().seconds_nanoseconds()
+        if not all_finite(sample.position, sample.velocity, sample.effort,
+                          *(sample.base or ())):
+            # never publish NaN or inf (cannot happen: belt and braces)
             self.stats.non_finite_outputs += 1
             self.get_logger().error('non-finite joint_states not published',
                                     throttle_duration_sec=2.0)
             return
-        names, pos, vel, effort = list(robot.joint_names), list(qj), list(vj), list(eff)
-        if robot.mimic_names:   # mimic joints follow their leaders
-            names += robot.mimic_names
-            pos += list(robot.mimic_positions(qj))
-            vel += list(robot.mimic_multiplier * vj[robot.mimic_leader_slot])
-            effort += [0.0] * len(robot.mimic_names)
-        self.pub_js.publish(joint_state(stamp, names, pos, vel, effort))
+        position, velocity, effort = rt.mimic.joint_states(sample.position, sample.velocity,
+                                                           sample.effort)
+        self.pub_js.publish(rt.joint_states_out.fill(sec, nanosec, position, velocity, effort))
         self.stats.published += 1
-        if base is not None:
-            self._publish_base(rt, stamp, *base)
-            self._publish_contacts(rt, stamp, contacts)
+        if sample.base is not None:
+            q, v = sample.base
+            self.pub_base.publish(rt.base_out.fill(sec, nanosec, q, v))
+            self.pub_tf.publish(rt.base_tf_out.fill(sec, nanosec, q))
+            self._publish_contacts(rt, sec, nanosec, sample.contacts)
 
-    def _publish_base(self, rt: Runtime, stamp, q, v) -> None:
-        """~/base_state (pose in world_frame, twist in the root link's frame) and the
-        world_frame -> root link transform on /tf, with the joint_states' stamp."""
-        world, root = self.params['world_frame'], rt.robot.model.root_link
-        odom = Odometry(child_frame_id=root)
-        odom.header.stamp, odom.header.frame_id = stamp, world
-        pose, twist = odom.pose.pose, odom.twist.twist
-        pose.position.x, pose.position.y, pose.position.z = (float(x) for x in q[:3])
-        o = pose.orientation
-        o.x, o.y, o.z, o.w = (float(x) for x in q[3:7])
-        twist.linear.x, twist.linear.y, twist.linear.z = (float(x) for x in v[:3])
-        twist.angular.x, twist.angular.y, twist.angular.z = (float(x) for x in v[3:6])
-        self.pub_base.publish(odom)
-        T = np.eye(4)
-        T[:3, :3] = quaternion_to_matrix(*q[3:7])
-        T[:3, 3] = q[:3]
-        self.pub_tf.publish(TFMessage(transforms=[transform_msg(T, world, root, stamp)]))
-
-    def _publish_contacts(self, rt: Runtime, stamp, contacts) -> None:
+    def _publish_contacts(self, rt: Runtime, sec: int, nanosec: int, contacts) -> None:
         """Per link touching the ground, the contact wrench on it (WrenchStamped: in the link's
         frame about its origin, as ~/external_wrench and the core's f_ext); RViz arrows at each
-        point (world_frame; the robot's weight is 0.5 m)."""
+        point (world_frame; the robot's weight is 0.5 m), at MARKER_RATE. Nothing while nobody
+        reads them."""
+        if contacts is None:
+            return
+        points, at, force = contacts
+        if self.pub_contacts.readers and len(points):
+            links = [rt.sim.points[k].link for k in points]
+            poses = rbd.frame_poses(rt.robot.model, rt.sim.q)
+            for link, wrench in link_wrenches(links, at, force, poses):
+                out = rt.wrench_outs.get(link)
+                if out is None:
+                    out = rt.wrench_outs[link] = wrench_out(link)
+                self.pub_contacts.publish(out.fill(sec, nanosec, wrench))
+        # (RViz needs no more: at 1 kHz they cost a third of a period)
+        if self.pub_markers.readers and self._markers_due.due(self.sim_time):
+            self.pub_markers.publish(serialize_message(self._markers(
+                TimeMsg(sec=sec, nanosec=nanosec), contact_arrows(at, force, rt.weight))))
+
+    def _markers(self, stamp_msg, arrows) -> MarkerArray:
         world = self.params['world_frame']
-        publish_markers = self.sim_time >= self._next_markers - 1e-12
-        if publish_markers:     # (RViz needs no more: at 1 kHz they cost a third of a period)
-            self._next_markers = self.sim_time + 1.0 / MARKER_RATE
         markers = MarkerArray(markers=[Marker(action=Marker.DELETEALL)])
         markers.markers[0].header.frame_id = world
-        if contacts:
-            model = rt.robot.model
-            poses = rbd.frame_poses(model, rt.sim.q)
-            per_link = {}
-            for link, where, force in contacts:
-                f, tau = per_link.get(link, (np.zeros(3), np.zeros(3)))
-                per_link[link] = (f + force, tau + np.cross(where - poses[link][:3, 3], force))
-            for link, (f, tau) in sorted(per_link.items()):
-                R = poses[link][:3, :3]
-                msg = WrenchStamped()
-                msg.header.stamp, msg.header.frame_id = stamp, link
-                w = msg.wrench
-                w.force.x, w.force.y, w.force.z = (float(x) for x in R.T @ f)
-                w.torque.x, w.torque.y, w.torque.z = (float(x) for x in R.T @ tau)
-                self.pub_contacts.publish(msg)
-            weight = max(model.total_mass * float(np.linalg.norm(model.gravity)), 1e-9)
-            for k, (link, where, force) in enumerate(contacts if publish_markers else ()):
-                arrow = Marker(ns='contact_forces', id=k, type=Marker.ARROW, action=Marker.ADD)
-                arrow.header.stamp, arrow.header.frame_id = stamp, world
-                tip = where + 0.5 * force / weight
-                arrow.points = [Point(x=float(where[0]), y=float(where[1]), z=float(where[2])),
-                                Point(x=float(tip[0]), y=float(tip[1]), z=float(tip[2]))]
-                arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.01, 0.02, 0.02
-                arrow.color.r, arrow.color.g, arrow.color.a = 1.0, 0.3, 1.0
-                arrow.pose.orientation.w = 1.0
-                markers.markers.append(arrow)
-        if publish_markers:
-            self.pub_markers.publish(markers)
+        for k, (start, tip) in enumerate(arrows):
+            arrow = Marker(ns='contact_forces', id=k, type=Marker.ARROW, action=Marker.ADD)
+            arrow.header.stamp, arrow.header.frame_id = stamp_msg, world
+            arrow.points = [Point(x=float(start[0]), y=float(start[1]), z=float(start[2])),
+                            Point(x=float(tip[0]), y=float(tip[1]), z=float(tip[2]))]
+            arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.01, 0.02, 0.02
+            arrow.color.r, arrow.color.g, arrow.color.a = 1.0, 0.3, 1.0
+            arrow.pose.orientation.w = 1.0
+            markers.markers.append(arrow)
+        return markers
 
+    # -- diagnostics ---------------------------------------------------------------------------
     def warning(self) -> str | None:
+        parts = []
         if self._slow is not None:
-            return (f'running slower than real time: {self._slow:.2f}x of real_time_factor '
-                    f'{self.params["real_time_factor"]:g} (lower publish_rate or rate)')
-        return None
+            parts.append(f'running slower than real time: {self._slow:.2f}x of '
+                         f'real_time_factor {self.params["real_time_factor"]:g} (lower '
+                         'publish_rate or rate)')
+        if self._unconverged_in_period:
+            count = self._unconverged_in_period
+            parts.append(f'the constraint solver ran out of iterations in {count} solve'
+                         f'{"s" if count != 1 else ""} in the last '
+                         f'{self.params["diagnostics_period"]:g} s: friction, limits, drives '
+                         'and contacts held only approximately (raise solver_iterations, or '
+                         'lower contact_stiffness or the rate)')
+        return '; '.join(parts) or None
 
     def extra_diagnostics(self) -> dict:
         wall = max(time.monotonic() - self._wall_t0, 1e-9)
+        self._unconverged_in_period = self.unconverged_solves - self._unconverged_then
+        self._unconverged_then = self.unconverged_solves
         extra = {'sim_time': f'{self.sim_time:.3f}', 'steps': str(self.steps),
                  'divergence_resets': str(self.divergence_resets),
                  'unconverged_solves': str(self.unconverged_solves),
+                 'unconverged_solves_last_period': str(self._unconverged_in_period),
                  'saturated_commands': str(self.saturated),
                  'paused': str(self.paused).lower(),
                  'integrator': self.params['integrator'],
@@ -784,11 +760,19 @@ class SimNode(RbdNode):
             self._rtf_window = (now, self.sim_time)
         rt = self.runtime
         if rt is not None:
-            fresh = [name for name, c in rt.inputs.items() if c.time is not None
-                     and self.sim_time - c.time <= self.params['command_timeout']]
+            fresh = rt.mux.fresh(self.sim_time, self.params['command_timeout'])
             extra['fresh_command_inputs'] = ','.join(fresh) or 'none'
             extra['command_stale'] = str(not fresh).lower()
         return extra
+
+
+@contextlib.contextmanager
+def refused_as_rejected():
+    """A command the mux refuses, as the Rejected the node's guard counts."""
+    try:
+        yield
+    except CommandRefused as exc:
+        raise Rejected(exc.reason, exc.detail) from None
 
 
 def main(args=None) -> int:

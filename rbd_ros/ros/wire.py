@@ -1,4 +1,4 @@
-"""The byte-level fast path out of dynamics_node (1 kHz and more): each per-message output is
+"""The byte-level fast path out of dynamics_node and sim_node (1 kHz and more): each per-message output is
 serialized once per model, with its names, and per message only its stamp and numbers are
 written into those bytes. No Python message is built per message.
 
@@ -10,6 +10,9 @@ An output joins the fast path with a publisher, :class:`Output` (made once, in t
     out = float64_array_out(len(command_joints))                     # Float64MultiArray
     out = trajectory_point_out(robot.joint_names, 'positions', 'accelerations')
     out = wrench_out(frame_id)                                       # WrenchStamped
+    out = odometry_out(frame_id, child_frame_id)                     # Odometry
+    out = transform_out(parent, child)                               # TFMessage, one transform
+    out = clock_out()                                                # Clock
     if output.readers:
         output.publish(out.fill(sec, nanosec, position, effort))     # bytes, as they are
 
@@ -43,7 +46,7 @@ class SerializedMessage:
     - ``[(holder, name), ...]``: float64 scalar fields that lie one after the other in the bytes
       (a Wrench's force.x ... torque.z): one array of as many values.
 
-    ``header`` is the std_msgs/Header whose stamp :meth:`fill` sets, or None for a message
+    ``header`` is the std_msgs/Header (or message) whose ``stamp_field`` :meth:`fill` sets, or None for a message
     without one (its stamp arguments are then ignored). Where things lie in the bytes is found
     by serializing the message with marker values in them, so the encoding is whatever rclpy
     produces: :meth:`fill` gives the bytes of serializing the message with that stamp and those
@@ -55,9 +58,11 @@ class SerializedMessage:
 
     _STAMP_MARK = (0x5EC0_7A11, 0x3AB_CDEF)
 
-    def __init__(self, msg, header, fields: Sequence[Any], length: int = 0):
-        if header is not None:
-            header.stamp = TimeMsg(sec=self._STAMP_MARK[0], nanosec=self._STAMP_MARK[1])
+    def __init__(self, msg, header, fields: Sequence[Any], length: int = 0,
+                 stamp_field: str = 'stamp'):
+        if header is not None:      # (``stamp_field``: rosgraph_msgs/Clock's is ``clock``)
+            setattr(header, stamp_field,
+                    TimeMsg(sec=self._STAMP_MARK[0], nanosec=self._STAMP_MARK[1]))
         marks, count = [], 0
         for field in fields:
             scalars = isinstance(field, list)
@@ -176,3 +181,36 @@ def wrench_out(frame_id: str) -> SerializedMessage:
     force, torque = msg.wrench.force, msg.wrench.torque
     return SerializedMessage(msg, msg.header, [[(force, 'x'), (force, 'y'), (force, 'z'),
                                                 (torque, 'x'), (torque, 'y'), (torque, 'z')]])
+
+
+# ---- the templates of sim_node's outputs ------------------------------------------------------
+def odometry_out(frame_id: str, child_frame_id: str) -> SerializedMessage:
+    """nav_msgs/Odometry in ``frame_id`` of ``child_frame_id``: per message the pose [x, y, z,
+    qx, qy, qz, qw] and the twist [vx, vy, vz, wx, wy, wz] (covariances zero)."""
+    from nav_msgs.msg import Odometry
+    msg = Odometry(child_frame_id=child_frame_id)
+    msg.header.frame_id = frame_id
+    p, o = msg.pose.pose.position, msg.pose.pose.orientation
+    v, w = msg.twist.twist.linear, msg.twist.twist.angular
+    return SerializedMessage(msg, msg.header, [
+        [(p, 'x'), (p, 'y'), (p, 'z'), (o, 'x'), (o, 'y'), (o, 'z'), (o, 'w')],
+        [(v, 'x'), (v, 'y'), (v, 'z'), (w, 'x'), (w, 'y'), (w, 'z')]])
+
+
+def transform_out(parent: str, child: str) -> SerializedMessage:
+    """tf2_msgs/TFMessage of one transform ``parent`` -> ``child``: per message [x, y, z, qx,
+    qy, qz, qw] and the stamp."""
+    from geometry_msgs.msg import TransformStamped
+    from tf2_msgs.msg import TFMessage
+    t = TransformStamped(child_frame_id=child)
+    t.header.frame_id = parent
+    p, r = t.transform.translation, t.transform.rotation
+    return SerializedMessage(TFMessage(transforms=[t]), t.header, [
+        [(p, 'x'), (p, 'y'), (p, 'z'), (r, 'x'), (r, 'y'), (r, 'z'), (r, 'w')]])
+
+
+def clock_out() -> SerializedMessage:
+    """rosgraph_msgs/Clock: the stamp is the whole message."""
+    from rosgraph_msgs.msg import Clock
+    msg = Clock()
+    return SerializedMessage(msg, msg, [], stamp_field='clock')

@@ -285,14 +285,16 @@ class Simulator:
     def contacts(self):
         """The contact points that touched the ground in the last step: a list of (link, world
         location, world force on the robot: mean over the step)."""
-        nv, out = self.model.nv, self._out
-        found = []
-        for p, c in enumerate(self.points):
-            o = nv + L.OUT_COLS * p
-            if out[o + L.OUT_ACTIVE] > 0.0:
-                found.append((c.link, out[o + L.OUT_AT:o + L.OUT_AT + 3].copy(),
-                              out[o + L.OUT_FORCE:o + L.OUT_FORCE + 3].copy()))
-        return found
+        points, at, force = self.contact_arrays()
+        return [(self.points[k].link, at[i], force[i]) for i, k in enumerate(points)]
+
+    def contact_arrays(self):
+        """contacts() as arrays: (indices into ``points``, world locations k x 3, world forces
+        k x 3)."""
+        table = self._out[self.model.nv:].reshape(len(self.points), L.OUT_COLS)
+        points = np.flatnonzero(table[:, L.OUT_ACTIVE] > 0.0)
+        return (points, table[points, L.OUT_AT:L.OUT_AT + 3],
+                table[points, L.OUT_FORCE:L.OUT_FORCE + 3])
 
     def energy(self) -> float:
         """Kinetic plus potential energy of the state (J), the contact springs' included."""
