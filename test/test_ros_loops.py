@@ -203,3 +203,42 @@ def test_dynamics_node_forward_dynamics_at_the_motors_and_no_reference_on_passiv
         positions=[0.1, 0.1], time_from_start=Duration(sec=1))])
     publish_until(ref, msg, lambda: int(latest_values(diag, 'rbd_dynamics').get(
         'rejected_passive_joints', 0)) >= 1, what='rejected_passive_joints')
+
+
+def test_sim_node_simulates_the_ankle_from_its_motors_and_publishes_every_joint(ros):
+    """sim_node on the parallel ankle: command_joints default to the motors (the URDF's
+    <transmission>s), initial_positions put them at a pose and the loops close the rest;
+    joint_states carry every joint (the initial state, held until the first command, exactly
+    the closed pose), on the closed loops (residual below 1e-6 m in every message);
+    driven by ~/joint_commands at the motors (their pose, through the position gains, plus
+    constrained_inverse_dynamics' gravity torques as feedforward), the foot stays where it was
+    put (the motors within 1e-3 rad after 1 s of simulated time: the feedforward holds it, the
+    gains only keep the balance stable) and the motors' applied efforts are the feedforward's
+    (within 1e-2 N m)."""
+    from rbd_ros.nodes.sim import SimNode
+    model = rbd.Model.from_urdf(ANKLE)
+    motors = (0.3, -0.2)
+    q0 = closed(model, motors)
+    hold = rbd.constrained_inverse_dynamics(model, q0, np.zeros(8), np.zeros(8), MOTORS)
+    ros.start(SimNode, {'robot_description': ANKLE, 'initial_positions': list(motors),
+                        'publish_rate': 200.0, 'friction': False, 'wait_for_command': True,
+                        'command_timeout': 10.0})     # (the command is re-sent every 0.5 s)
+    states = ros.collect(JointState, 'joint_states')
+    cmd = ros.publisher(JointState, '/rbd_sim/joint_commands', wait_for=1)
+    wait_until(lambda: states, what='joint_states')
+    names = list(states[-1].name)
+    assert sorted(names) == sorted(model.joint_names)
+    slot = [names.index(n) for n in model.joint_names]
+    first = np.array(states[0].position)[slot]
+    assert np.allclose(first, q0, rtol=0, atol=1e-9)      # closed where the motors were put
+    start = len(states)
+    publish_until(cmd, JointState(name=MOTORS, position=list(motors),
+                                  effort=[float(x) for x in hold]),
+                  lambda: len(states) > start + 250, what='1 s of held joint_states')
+    for msg in states[start:]:
+        q = np.array(msg.position)[slot]
+        assert np.abs(rbd.constraint_residual(model, q)).max() < 1e-6
+    last = np.array(states[-1].position)[slot]
+    assert np.abs(last[[model.joint[m].q_index for m in MOTORS]] - motors).max() < 1e-3
+    applied = np.array(states[-1].effort)[[names.index(m) for m in MOTORS]]
+    assert np.allclose(applied, hold, rtol=0, atol=1e-2), (applied, hold)

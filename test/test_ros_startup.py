@@ -83,13 +83,10 @@ CASES = [
      'parameter integrator: must be one of'),
     ('dynamics_node', ['--ros-args', '-p', 'robot_description:=<robot name="a">\n<!-- a: b -->'],
      'invalid ROS arguments'),
-    ('sim_node', ['--urdf', ANKLE_PATH], f'parameter robot_description_file: {ANKLE_PATH}: the '
-     "description closes 2 kinematic loops with <constraint> ('rod_left_ball', "
-     "'rod_right_ball'): sim_node does not simulate closed loops yet"),
-    # dynamics_node and frames_node serve loops: a bad <constraint> stops them in the core's line
+    # every node serves loops: a bad <constraint> stops it in the core's line
     *[(node, _bad_constraint_file, "parameter robot_description_file: {tmp}/bad.urdf:110: "
        "constraint 'rod_left_ball': child link 'toe' does not exist")
-      for node in ('dynamics_node', 'frames_node')],
+      for node in ('dynamics_node', 'frames_node', 'sim_node')],
     ('dynamics_node', ['--urdf', ANKLE_PATH, '--ros-args', '-p',
                        'actuated_joints:=[motor_left, nope]'],
      "parameter actuated_joints names ['nope'], not single-DoF joints of 'parallel_ankle'"),

@@ -219,7 +219,16 @@ class Runtime:
     wrench_outs: dict              # link -> its contact wrench's template, made when first used
 
 
+def held_joints(model) -> list[str]:
+    """The joints a state of a robot with closed loops keeps as given when the loops are
+    closed (Simulator.set_state): its motors and its floating base; the passive joints
+    follow."""
+    return list(model.actuated_joints) + [j.name for j in model.joints if j.type == 'floating'
+                                          and j.nv]
+
+
 class SimNode(RbdNode):
+    CLOSED_LOOPS_REFUSAL = None      # the simulator runs them (equality rows)
     NODE_NAME = 'rbd_sim'
     PARAMS = PARAMS
     ACCEPTS_PAYLOAD = True
@@ -283,7 +292,10 @@ class SimNode(RbdNode):
     # -- model ---------------------------------------------------------------------------------
     def prepare(self, robot: Robot) -> Runtime:
         p = self.params
-        names, slots = robot.joint_slots(p['command_joints'])
+        command_joints = p['command_joints']
+        if not command_joints and robot.model.actuated_joints and robot.model.constraint_names:
+            command_joints = list(robot.model.actuated_joints)   # a closed loop's motors
+        names, slots = robot.joint_slots(command_joints)
         n = len(names)
         for name in ('initial_positions', 'armature', 'position_kp', 'position_kd',
                      'velocity_kp'):
@@ -323,11 +335,13 @@ class SimNode(RbdNode):
         except ValueError as exc:     # (contact_points naming a link this robot lacks, ...)
             name = 'contact_points' if 'contact point' in str(exc) else 'contact_stiffness'
             raise ValueError(f'{name}: {exc}') from None
+        q0, v0 = sim.q, sim.v           # (closed on the loops, the motors where they were put)
         if floating:
             q0[:7] = self._initial_base_pose(sim, q0)
             if p['initial_base_velocity']:
                 v0[:6] = p['initial_base_velocity']
-            sim.q, sim.v = q0, v0
+            sim.set_state(q0, v0, held_joints(model))
+            q0, v0 = sim.q, sim.v
             for note in sim.notes:
                 self.get_logger().info(f'contacts: {note}')
             if sim.ground and not sim.points:
@@ -380,7 +394,7 @@ class SimNode(RbdNode):
     def carry_state(self, old: Runtime, new: Runtime) -> Runtime:
         """A payload changed the robot's inertia, not its state: the motion and the commands
         go on from where they were."""
-        new.sim.q, new.sim.v = old.sim.q, old.sim.v
+        new.sim.set_state(old.sim.q, old.sim.v, held_joints(new.sim.model))
         return dataclasses.replace(new, mux=old.mux)
 
     def runtime_changed(self, runtime: Runtime) -> None:
@@ -446,7 +460,10 @@ class SimNode(RbdNode):
         q, v = rt.sim.q, rt.sim.v
         q[rt.robot.q_index[slots]] = pos
         v[rt.robot.v_index[slots]] = vel
-        rt.sim.q, rt.sim.v = q, v
+        try:        # (a closed loop: the other joints follow the motors)
+            rt.sim.set_state(q, v, held_joints(rt.sim.model))
+        except ValueError as exc:
+            raise Rejected('loops_open', f'set_state: {exc}') from None
         self.sensor.clear()
 
     def on_set_base_state(self, msg: Odometry) -> None:
@@ -472,7 +489,7 @@ class SimNode(RbdNode):
                         self.params['divergence_bound'])
         q, v = rt.sim.q, rt.sim.v
         q[:7], v[:6] = base_q, base_v
-        rt.sim.q, rt.sim.v = q, v
+        rt.sim.set_state(q, v, held_joints(rt.sim.model))
         self.sensor.clear()
 
     # -- services ------------------------------------------------------------------------------
@@ -481,7 +498,7 @@ class SimNode(RbdNode):
         if rt is None:
             response.success, response.message = False, 'no model'
             return response
-        rt.sim.q, rt.sim.v = rt.q0, rt.v0
+        rt.sim.set_state(rt.q0, rt.v0, held_joints(rt.sim.model))
         self.wrench = None
         self.sensor.clear()
         response.success = True
@@ -636,7 +653,7 @@ class SimNode(RbdNode):
                                     f'divergence_bound {self.params["divergence_bound"]:g}) at '
                                     f't = {self.sim_time:.3f} s: state reset to the initial one; '
                                     'later resets are only counted (divergence_resets)')
-        rt.sim.q, rt.sim.v = rt.q0, rt.v0
+        rt.sim.set_state(rt.q0, rt.v0, held_joints(rt.sim.model))
 
     # -- outputs -------------------------------------------------------------------------------
     def _contacts_read(self) -> bool:

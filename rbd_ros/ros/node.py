@@ -95,9 +95,9 @@ class RbdNode(Node):
     #: what stale input does to the node's outputs (said in /diagnostics)
     STALE_EFFECT = ''
     #: why the node refuses a description that closes kinematic loops (<constraint>); None: it
-    #: serves them (dynamics_node, frames_node close the loops per message). sim_node keeps
-    #: this refusal until it simulates loops (issue 29)
-    CLOSED_LOOPS_REFUSAL: str | None = 'sim_node does not simulate closed loops yet'
+    #: serves them (dynamics_node and frames_node close the loops per message, sim_node
+    #: simulates them)
+    CLOSED_LOOPS_REFUSAL: str | None = 'this node does not serve closed loops'
 
     def __init__(self, *, context=None, parameter_overrides=None, node_name=None,
                  namespace=None, cli_args=None):
