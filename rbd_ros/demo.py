@@ -484,8 +484,21 @@ def main(argv=None) -> int:
 
     printed = [0]           # table rows on the terminal (redrawn in place)
     logged = [None]         # simulated time of the last line (not a terminal)
+    logged_phases = set()   # phases that have a line in the log
+
+    def log_line(sim):
+        """One line of the log (not a terminal): the phase, the time, the latest error."""
+        _, q_ref, q, e, tau = made['recorder'].rows[-1]
+        logged[0] = sim.sim_time
+        logged_phases.add(made['phase'])
+        print(f'  {made["phase"]:<16} t {sim.sim_time:6.2f} s   max |error| '
+              f'{np.max(np.abs(e)):.2e} rad   max |command| {np.max(np.abs(tau)):.1f} N m',
+              flush=True)
 
     def send_phase(label, sim, dyn):
+        if not tty and made['phase'] in made['phases'] and made['phase'] not in logged_phases \
+                and made['recorder'].rows:
+            log_line(sim)       # (a phase run between two ticks still gets its line)
         sim.paused = True
         start = sim.sim_time + 0.05
         made['phases'][label] = (start, start + PHASE_S)
@@ -521,15 +534,13 @@ def main(argv=None) -> int:
         elif phase == 'returning' and sim.sim_time > made['returned'] + 0.5:
             send_phase(announced, sim, dyn)
         elif phase == announced and sim.sim_time > made['phases'][phase][1] + 0.3:
+            if not tty and phase not in logged_phases and made['recorder'].rows:
+                log_line(sim)
             return True
         rec = made['recorder']
         if not tty:     # a log: one line per tick with news, no table redrawn
             if rec.rows and sim.sim_time != logged[0]:
-                logged[0] = sim.sim_time
-                _, q_ref, q, e, tau = rec.rows[-1]
-                print(f'  {made["phase"]:<16} t {sim.sim_time:6.2f} s   max |error| '
-                      f'{np.max(np.abs(e)):.2e} rad   max |command| {np.max(np.abs(tau)):.1f} N m',
-                      flush=True)
+                log_line(sim)
             return False
         rows = [f'  phase: {made["phase"]:<16} simulated time {sim.sim_time:6.2f} s',
                 f'  {"joint":<10}{"q_ref":>9}{"q":>9}{"error":>10}{"command N m":>13}']
