@@ -422,6 +422,24 @@ def scale_rows(W, J, nz, rf, ri, nrows):
 
 
 @kernel
+def speed_limit_held(si, sf, command, rf, ri, r):
+    """(side, braking) of row r: side +1 (-1) where it is a speed-limit row holding its joint
+    at +vmax (-vmax), the limit the joint's effort command pushes toward, 0 elsewhere; braking,
+    the row's impulse beyond friction there (<= 0 at +vmax, >= 0 at -vmax: what the drive
+    gives up)."""
+    if ri[L.ROW_ROLE, r] != JOINT or ri[L.ROW_SPEED, r] == 0:
+        return 0, 0.0
+    piece, speed = ri[L.ROW_PIECE, r], ri[L.ROW_SPEED, r]
+    lam, fric = rf[L.ROW_LAM, r], rf[L.ROW_FRIC, r]
+    wanted = effort_command(si, sf, command, ri[L.ROW_UNIT, r])
+    if piece == AT_HI and speed & 2 and wanted > 0.0:
+        return 1, min(lam + fric, 0.0)
+    if piece == AT_LO and speed & 1 and wanted < 0.0:
+        return -1, max(lam - fric, 0.0)
+    return 0, 0.0
+
+
+@kernel
 def held_effort_corrections(si, sf, command, tau, rf, ri, nrows, correction, g):
     """correction[i]: what drive i's effort should change by after a pass: its effort row's
     impulse taken back, plus, where its joint is held at the speed limit its command pushes
@@ -431,20 +449,14 @@ def held_effort_corrections(si, sf, command, tau, rf, ri, nrows, correction, g):
     correction[:] = 0.0
     g[:] = 0.0
     for r in range(nrows):
-        role, i = ri[L.ROW_ROLE, r], ri[L.ROW_UNIT, r]
-        wanted = effort_command(si, sf, command, i)
-        if role == EFFORT:
+        i = ri[L.ROW_UNIT, r]
+        if ri[L.ROW_ROLE, r] == EFFORT:
             correction[i] += rf[L.ROW_LAM, r] / dt
             g[i] = max(g[i], 1.0 / (EFFORT_COMPLIANCE * rf[L.ROW_A, r]))
-        elif role == JOINT and ri[L.ROW_SPEED, r] != 0:
-            piece, speed = ri[L.ROW_PIECE, r], ri[L.ROW_SPEED, r]
-            lam, fric = rf[L.ROW_LAM, r], rf[L.ROW_FRIC, r]
-            if piece == AT_HI and speed & 2 and wanted > 0.0:           # held at +vmax
-                correction[i] += min(lam + fric, 0.0) / dt
-            elif piece == AT_LO and speed & 1 and wanted < 0.0:         # held at -vmax
-                correction[i] += max(lam - fric, 0.0) / dt
-            else:
-                continue
+            continue
+        side, braking = speed_limit_held(si, sf, command, rf, ri, r)
+        if side != 0:
+            correction[i] += braking / dt
             g[i] = max(g[i], rf[L.ROW_R, r] / LIMIT_REGULARISATION)
 
 
@@ -496,15 +508,12 @@ def applied_efforts(si, sf, command, tau, rf, ri, nrows, out):
         if ri[L.ROW_ROLE, r] == EFFORT:
             out[ri[L.ROW_UNIT, r]] += rf[L.ROW_LAM, r] / dt
     for r in range(nrows):
-        role, i = ri[L.ROW_ROLE, r], ri[L.ROW_UNIT, r]
-        if role == JOINT and ri[L.ROW_SPEED, r] != 0:
-            piece, speed = ri[L.ROW_PIECE, r], ri[L.ROW_SPEED, r]
-            lam, fric = rf[L.ROW_LAM, r], rf[L.ROW_FRIC, r]
-            wanted = effort_command(si, sf, command, i)
-            if piece == AT_HI and speed & 2 and wanted > 0.0:           # held at +vmax
-                out[i] = max(out[i] + min(lam + fric, 0.0) / dt, 0.0)
-            elif piece == AT_LO and speed & 1 and wanted < 0.0:         # held at -vmax
-                out[i] = min(out[i] + max(lam - fric, 0.0) / dt, 0.0)
+        side, braking = speed_limit_held(si, sf, command, rf, ri, r)
+        i = ri[L.ROW_UNIT, r]
+        if side > 0:                # (down to zero effort, never the other way)
+            out[i] = max(out[i] + braking / dt, 0.0)
+        elif side < 0:
+            out[i] = min(out[i] + braking / dt, 0.0)
     for r in range(nrows):
         if ri[L.ROW_ROLE, r] == DRIVE:
             out[ri[L.ROW_UNIT, r]] += rf[L.ROW_LAM, r] / dt
