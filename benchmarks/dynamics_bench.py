@@ -192,6 +192,7 @@ def run(smoke=False, out=print):
     closed_loops(pin, seconds, batch, out)
     run_derivatives(pin, seconds, smoke, out)
 
+
 def pinocchio_loops(pin, model, pm):
     """Pinocchio's rigid constraints (CONTACT_3D, LOCAL) for the model's ball <constraint>s,
     between the two links' joints at the constraints' frames."""

@@ -357,10 +357,8 @@ def test_a_quadruped_dropped_on_its_side_comes_to_rest(integrator):
     if root is None:
         pytest.skip('example-robot-data is not installed')
     model = rbd.Model.from_urdf(f'{root}/a1_description/urdf/a1.urdf', floating_base=True)
-    q = model.neutral()
-    q[3:7] = [np.sin(np.pi / 4), 0.0, 0.0, np.cos(np.pi / 4)]       # rolled onto its side
-    q[2] = 0.25
-    sim = Simulator(model, q, options=SimOptions(integrator=integrator))
+    from benchmarks.sim_bench import lying_start        # (the benchmark's case: 25 cm up)
+    sim = Simulator(model, lying_start(model, 'a1'), options=SimOptions(integrator=integrator))
     assert len(sim.points) > 100
     zero = np.zeros(model.nv)
     energy, impact, moving, deepest_at_rest = [], None, 0, 0.0
@@ -383,15 +381,6 @@ def test_a_quadruped_dropped_on_its_side_comes_to_rest(integrator):
     assert len(sim.contacts()) >= 3
 
 
-# spheres at a G1's limbs (link, x, y, z, radius): its collision meshes give no contact points
-G1_LIMBS = (('pelvis', 0, 0, 0, 0.08), ('torso_link', 0, 0, 0.15, 0.1),
-            ('head_link', 0, 0, 0.4, 0.08),
-            ('left_shoulder_roll_link', 0, 0, 0, 0.05), ('right_shoulder_roll_link', 0, 0, 0, 0.05),
-            ('left_elbow_link', 0, 0, 0, 0.04), ('right_elbow_link', 0, 0, 0, 0.04),
-            ('left_rubber_hand', 0, 0, 0, 0.04), ('right_rubber_hand', 0, 0, 0, 0.04),
-            ('left_knee_link', 0, 0, 0, 0.05), ('right_knee_link', 0, 0, 0, 0.05))
-
-
 @pytest.mark.parametrize('integrator', ['rk4', 'semi_implicit_euler'])
 def test_a_humanoid_dropped_on_its_back_settles_with_every_solve_converged(integrator):
     """example-robot-data's G1 (29 DoF), limp, pitched onto its back and dropped from 20 cm
@@ -404,10 +393,8 @@ def test_a_humanoid_dropped_on_its_back_settles_with_every_solve_converged(integ
         pytest.skip('example-robot-data is not installed')
     model = rbd.Model.from_urdf(f'{root}/g1_description/urdf/g1_29dof_rev_1_0.urdf',
                                 floating_base=True)
-    q = model.neutral()
-    q[3:7] = [0.0, -np.sin(np.pi / 4), 0.0, np.cos(np.pi / 4)]     # on its back
-    q[2] = 0.2
-    sim = Simulator(model, q, options=SimOptions(
+    from benchmarks.sim_bench import G1_LIMBS, lying_start      # (the benchmark's case)
+    sim = Simulator(model, lying_start(model, 'g1'), options=SimOptions(
         integrator=integrator, contact_points=tuple(' '.join(map(str, s)) for s in G1_LIMBS)))
     assert sim.advance(4000)
     stats = sim.solver_stats
