@@ -74,7 +74,7 @@ import math
 
 
 
-from rbd_ros.dynamics._jit import kernel
+from rbd_ros.dynamics._jit import borrow, kernel
 from rbd_ros.dynamics.checks import OK
 from rbd_ros.dynamics.entry_points import loop_tables, model_tables
 from rbd_ros.dynamics.kinematics import body_placements
@@ -704,6 +704,11 @@ def simulate(h, si, sf, q, v, command, f_ext, out, stats, work, iwork, steps):
     nv, nq = si[L.NV], si[L.NQ]
     if nv == 0:                             # (a fixed robot without joints: nothing moves)
         return L.STEP_OK
+    # borrowed (the caller keeps them alive): the stages' many views of them then cost no
+    # reference counting (an atomic increment and decrement each, a third of the step)
+    si, sf, q, v, command, f_ext = borrow(si), borrow(sf), borrow(q), borrow(v), \
+        borrow(command), borrow(f_ext)
+    out, stats, work, iwork = borrow(out), borrow(stats), borrow(work), borrow(iwork)
     q_new, v_new = vector(work, si, L.W_Q_NEW, nq), vector(work, si, L.W_V_NEW, nv)
     for _ in range(steps):
         status = step(h, si, sf, q, v, command, f_ext, out, stats, work, iwork)
