@@ -258,6 +258,13 @@ if _numba is not None:
         return _numba.carray(_as_pointer(a.ctypes.data), a.shape, a.dtype)
 
     @_numba.njit(inline='always', cache=True)
+    def table_of(a, start, rows, cols):
+        """a[start:start + rows cols] as a (rows, cols) table, borrowed: a slice's reshape
+        is a call into numba's runtime (numba_attempt_nocopy_reshape) on every use."""
+        return _numba.carray(_as_pointer(a.ctypes.data + start * a.itemsize), (rows, cols),
+                             a.dtype)
+
+    @_numba.njit(inline='always', cache=True)
     def float_view(address, n):
         """The n float64 at ``address``, borrowed."""
         return _numba.carray(_as_pointer(address), n, _np.float64)
@@ -276,6 +283,9 @@ else:  # pragma: no cover - the interpreted mode builds the same views with ctyp
 
     def borrow(a):
         return a
+
+    def table_of(a, start, rows, cols):
+        return a[start:start + rows * cols].reshape((rows, cols))
 
     def float_view(address, n):
         return _np.ctypeslib.as_array(_ctypes.cast(int(address), _ctypes.POINTER(_ctypes.c_double)),

@@ -108,7 +108,8 @@ TANGENT = 2     # rows r, r + 1: a contact's tangent plane, Coulomb friction in 
 ROW_LO, ROW_HI, ROW_FRIC, ROW_A, ROW_B = 0, 1, 2, 3, 4
 ROW_R = 5           # LIMIT: the regularisation; TANGENT: the stick compliance
 ROW_MULT = 6        # LIMIT: the multiplier (the impulse the row converges to); TANGENT: 1.0
-                    # when the contact stuck last step (solver.assemble_hessian's prediction)
+                    # when the contact stuck last step (solver.assemble_hessian's prediction;
+                    # ROW_A of the pair's two rows: the share of its disk it used then)
 ROW_RADIUS = 7      # TANGENT: the friction disk's radius, mu times the normal impulse
 ROW_U = 8           # the row's velocity J_r v at the iterate
 ROW_DU = 9          # J_r d along the search direction

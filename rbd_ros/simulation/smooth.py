@@ -12,7 +12,7 @@ floating base too: ``stage_velocity``); semi-implicit Euler on request.
 """
 import numpy as np
 
-from rbd_ros.dynamics._jit import kernel
+from rbd_ros.dynamics._jit import inline_kernel, kernel, table_of
 from rbd_ros.dynamics.aba import aba
 from rbd_ros.dynamics.checks import OK, SINGULAR
 from rbd_ros.dynamics.configuration import integrate
@@ -26,16 +26,16 @@ from rbd_ros.dynamics.spd import chain, ltdl_factor, ltdl_solve
 from . import layout as L
 
 
-@kernel
+@inline_kernel
 def vector(work, si, slot, n):
     """The workspace array that si[slot] says starts where (layout.py), n long."""
     return work[si[slot]:si[slot] + n]
 
 
-@kernel
+@inline_kernel
 def matrix(work, si, slot, n, m):
     """The n x m workspace matrix at si[slot]."""
-    return work[si[slot]:si[slot] + n * m].reshape((n, m))
+    return table_of(work, si[slot], n, m)
 
 
 @kernel
@@ -47,7 +47,7 @@ def mimic_scratch(work, si):
     at += 2 * nqi
     vi, ai, ti = work[at:at + nvi], work[at + nvi:at + 2 * nvi], work[at + 2 * nvi:at + 3 * nvi]
     at += 3 * nvi
-    return qi, qn, vi, ai, ti, work[at:at + nvi * nvi].reshape((nvi, nvi))
+    return qi, qn, vi, ai, ti, table_of(work, at, nvi, nvi)
 
 
 # ---- coordinates ------------------------------------------------------------------------------

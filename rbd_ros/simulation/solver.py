@@ -36,9 +36,24 @@ per row, a 2 x 2 block per tangent pair), the step d = -H^-1 g (spd.py's L^T D L
 parent array: J^T S J keeps the branch-induced pattern of M), then an exact line search along d
 (the cost's derivative along d is monotone: a safeguarded Newton on it, O(rows) per trial). Every
 l_r is piecewise quadratic but a contact's disk, so once no row changes piece under a full step
-the iterate is the minimum (to rounding); with contacts, Newton converges quadratically. The inner loop ends there or when a step moves no velocity by more than the
-tolerance; the outer round then updates the multipliers and the disks' radii, and the solve
-ends when neither moves a row's velocity by more than the tolerance either.
+the iterate is the minimum (to rounding); with contacts, Newton converges quadratically. The
+inner loop ends there or when a step moves no velocity by more than the tolerance; the outer
+round then updates the multipliers (and the disks' radii), and the solve ends when neither
+moves a row's velocity by more than the tolerance either.
+
+Two things keep a solve on a robot lying on many contacts to a few factorisations (a G1 on
+its back: 6.6 a step before them, 2-3 of its 4.7 iterations after):
+- the disks' radii follow the normal impulses between iterations, not only between outer
+  rounds: after a step whose model held (alpha within a tenth of 1) that changed no row's
+  piece, each radius whose move would change its slip by more than the tolerance
+  (``radius_move``) takes it. Not while pieces change (a contact switching on and off under a
+  radius that followed it made Newton cycle, 100 iterations in one step of a G1 settling on
+  its back), nor smaller moves (each step's problem then differs a little from the last's:
+  steps that never got below the tolerance); the outer round makes those.
+- a step whose model held with no piece changed is followed by one on the same factor (the
+  iterate and the radii moved little, H with them), the step the convergence check has just
+  solved for; while the steps shrink to half or less: near a contact's kink the stale steps
+  of one solve cycled above the tolerance, so from then on every step takes a fresh factor.
 
 A solve that runs out of iterations keeps its last iterate: every row's impulse is then within
 its own law (friction within the last radius, limits and drives as the iterate has them), each
@@ -226,9 +241,10 @@ def assemble_hessian(W, parent, J, nz, rf, ri, nrows, H, predicted):
     """H = W + J^T S J, lower triangle (what spd.py reads), over each row's nonzero columns
     (a tangent pair's two rows share theirs: they are one point's). ``predicted``: what held
     last step counts as held though the start has it just free, a LIMIT row whose
-    warm-started multiplier is not 0 and a contact that stuck (ROW_MULT 1 on its pair: the
-    stick block 1 / c): its bound moved with the step, and a first step that ignored it would
-    run into its stiff kink at once (the line search then stops a millionth of the way).
+    warm-started multiplier is not 0 and a contact that stuck (ROW_MULT 1 on its pair: its
+    law's slopes where it gives the share of its disk it used then; 1 / c at zero share):
+    its bound moved with the step, and a first step that ignored it would run into its stiff
+    kink at once (the line search then stops a millionth of the way).
     A predicted row takes the piece it is predicted in: the next evaluate_rows says whether
     the prediction held at the new iterate (a step under a wrong one is not the solution's)."""
     n = W.shape[0]
@@ -240,38 +256,84 @@ def assemble_hessian(W, parent, J, nz, rf, ri, nrows, H, predicted):
             j = parent[j]
     r = 0
     while r < nrows:
-        if ri[ROW_KIND, r] == TANGENT:
-            s11, s22, s12 = rf[ROW_SLOPE, r], rf[ROW_SLOPE, r + 1], rf[ROW_SLOPE_X, r]
-            if predicted and rf[ROW_MULT, r] == 1.0 and ri[ROW_PIECE, r] != STUCK:
-                s11, s22, s12 = 1.0 / rf[ROW_R, r], 1.0 / rf[ROW_R, r], 0.0
-                ri[ROW_PIECE, r] = STUCK
-            if s11 != 0.0 or s22 != 0.0 or s12 != 0.0:
-                for ka in range(ri[ROW_NNZ, r]):     # (both rows of a pair share their columns)
-                    a = nz[r, ka]
-                    ja1, ja2 = J[r, a], J[r + 1, a]
-                    for kb in range(ri[ROW_NNZ, r]):
-                        b = nz[r, kb]
-                        if b <= a:
-                            jb1, jb2 = J[r, b], J[r + 1, b]
-                            H[a, b] += (s11 * ja1 * jb1 + s22 * ja2 * jb2
-                                        + s12 * (ja1 * jb2 + ja2 * jb1))
+        if ri[ROW_KIND, r] == TANGENT:      # (a pair without its normal row before it)
+            s11, s22, s12 = tangent_slopes(rf, ri, r, predicted)
+            add_point_block(H, J, nz, ri, r, r, 0.0, s11, s22, s12)
             r += 2
             continue
-        s = rf[ROW_SLOPE, r]
-        if predicted and s == 0.0 and ri[ROW_KIND, r] == LIMIT and rf[ROW_MULT, r] != 0.0:
-            s = 1.0 / rf[ROW_R, r]
-            mult = rf[ROW_MULT, r]        # held by friction, or at the bound it pushed from
-            ri[ROW_PIECE, r] = STUCK if abs(mult) <= rf[ROW_FRIC, r] else (
-                AT_LO if mult > 0.0 else AT_HI)
+        s = row_slope(rf, ri, r, predicted)
+        if (r + 2 < nrows and ri[ROW_KIND, r + 1] == TANGENT and ri[ROW_PARTNER, r + 1] == r
+                and same_columns(nz, ri, r, r + 1)):
+            # a contact's normal and tangent rows: one point's, one pass over its columns
+            s11, s22, s12 = tangent_slopes(rf, ri, r + 1, predicted)
+            add_point_block(H, J, nz, ri, r, r + 1, s, s11, s22, s12)
+            r += 3
+            continue
         if s != 0.0:
-            for ka in range(ri[ROW_NNZ, r]):
+            count = ri[ROW_NNZ, r]
+            for ka in range(count):     # (each pair of columns once: H's lower triangle)
                 a = nz[r, ka]
                 sa = s * J[r, a]
-                for kb in range(ri[ROW_NNZ, r]):
+                for kb in range(ka, count):
                     b = nz[r, kb]
-                    if b <= a:
-                        H[a, b] += sa * J[r, b]
+                    H[max(a, b), min(a, b)] += sa * J[r, b]
         r += 1
+
+
+@kernel
+def row_slope(rf, ri, r, predicted):
+    """Row r's slope in H (a LIMIT or SOFT row): its law's at the iterate, or, ``predicted``,
+    1 / r for a LIMIT row that held last step (assemble_hessian), which takes that piece."""
+    s = rf[ROW_SLOPE, r]
+    if predicted and s == 0.0 and ri[ROW_KIND, r] == LIMIT and rf[ROW_MULT, r] != 0.0:
+        s = 1.0 / rf[ROW_R, r]
+        mult = rf[ROW_MULT, r]        # held by friction, or at the bound it pushed from
+        ri[ROW_PIECE, r] = STUCK if abs(mult) <= rf[ROW_FRIC, r] else (
+            AT_LO if mult > 0.0 else AT_HI)
+    return s
+
+
+@kernel
+def tangent_slopes(rf, ri, r, predicted):
+    """(s11, s22, s12) of the tangent pair at r in H: its law's at the iterate, or,
+    ``predicted`` for a contact that stuck last step (ROW_MULT 1), its law's at the slip that
+    gives last step's share of its disk (ROW_A of the two rows), whose piece it takes."""
+    if predicted and rf[ROW_MULT, r] == 1.0:
+        c, radius = rf[ROW_R, r], rf[ROW_RADIUS, r]
+        y1, y2 = rf[ROW_A, r], rf[ROW_A, r + 1]
+        k = c * radius / math.sqrt(1.0 - y1 * y1 - y2 * y2)
+        _, _, s11, s12, s22, ri[ROW_PIECE, r] = tangent_impulse(-y1 * k, -y2 * k, c, radius)
+        return s11, s22, s12
+    return rf[ROW_SLOPE, r], rf[ROW_SLOPE, r + 1], rf[ROW_SLOPE_X, r]
+
+
+@kernel
+def same_columns(nz, ri, r, s):
+    """Whether rows r and s have the same nonzero columns, in the same order."""
+    if ri[ROW_NNZ, r] != ri[ROW_NNZ, s]:
+        return False
+    for k in range(ri[ROW_NNZ, r]):
+        if nz[r, k] != nz[s, k]:
+            return False
+    return True
+
+
+@kernel
+def add_point_block(H, J, nz, ri, rn, rt, sn, s11, s22, s12):
+    """H += the normal row rn's sn J_n^T J_n and the tangent pair rt, rt + 1's 2 x 2 block
+    (rn = rt: no normal, sn 0), over the pair's columns (one point's: the normal's too), each
+    pair of columns once."""
+    if sn == 0.0 and s11 == 0.0 and s22 == 0.0 and s12 == 0.0:
+        return
+    count = ri[ROW_NNZ, rt]
+    for ka in range(count):
+        a = nz[rt, ka]
+        an, a1, a2 = J[rn, a], J[rt, a], J[rt + 1, a]
+        for kb in range(ka, count):
+            b = nz[rt, kb]
+            bn, b1, b2 = J[rn, b], J[rt, b], J[rt + 1, b]
+            value = sn * an * bn + s11 * a1 * b1 + s22 * a2 * b2 + s12 * (a1 * b2 + a2 * b1)
+            H[max(a, b), min(a, b)] += value        # (no branch: the columns' order is mixed)
 
 
 @kernel
@@ -306,10 +368,54 @@ def gradient(W, parent, Mv, J, nz, rf, ri, nrows, v, g):
 
 
 @kernel
+def radius_move(rf, ri, r, tol_v):
+    """(radius, moved) of the tangent pair at r: its disk's radius from its normal row's
+    impulse at the iterate, mu lam_n, and whether the change moves the pair's slip by more
+    than tol_v: G |d lam_t|, with d lam_t / d rho = -(|u| / s)^3 along u (0 while it sticks,
+    1 once it slides; G = c / STICK_COMPLIANCE)."""
+    radius = rf[ROW_FRIC, r] * max(rf[ROW_LAM, ri[ROW_PARTNER, r]], 0.0)   # mu lam_n
+    old = rf[ROW_RADIUS, r]
+    if radius == old:
+        return radius, False
+    u1, u2, e = rf[ROW_U, r], rf[ROW_U, r + 1], rf[ROW_R, r] * old
+    u2s = u1 * u1 + u2 * u2
+    share = (u2s / (u2s + e * e)) ** 1.5 if u2s > 0.0 else 0.0
+    return radius, abs(radius - old) * share * rf[ROW_R, r] / STICK_COMPLIANCE > tol_v
+
+
+@kernel
+def refresh_radii(rf, ri, nrows, tol_v):
+    """Between two Newton steps: each tangent pair whose disk's radius moves its slip by more
+    than tol_v (radius_move) takes it, and its impulse and slopes there (smaller moves are
+    left to the outer round, as they would make each step's problem a little different from
+    the last's, the steps never smaller than the tolerance). Returns (whether a pair changed
+    its piece, whether any radius moved, whether any disk has a radius now)."""
+    changed, refreshed, curved = False, False, False
+    r = 0
+    while r < nrows:
+        if ri[ROW_KIND, r] != TANGENT:
+            r += 1
+            continue
+        radius, moved = radius_move(rf, ri, r, tol_v)
+        curved = curved or (rf[ROW_RADIUS, r] if not moved else radius) > 0.0
+        if moved:
+            refreshed = True
+            rf[ROW_RADIUS, r] = radius
+            l1, l2, s11, s12, s22, piece = tangent_impulse(
+                rf[ROW_U, r], rf[ROW_U, r + 1], rf[ROW_R, r], radius)
+            rf[ROW_LAM, r], rf[ROW_LAM, r + 1] = l1, l2
+            rf[ROW_SLOPE, r], rf[ROW_SLOPE, r + 1], rf[ROW_SLOPE_X, r] = s11, s22, s12
+            changed = changed or ri[ROW_PIECE, r] != piece
+            ri[ROW_PIECE, r] = piece
+        r += 2
+    return changed, refreshed, curved
+
+
+@kernel
 def outer_round(rf, ri, nrows, tol_v):
     """The multipliers and the disks' radii from the iterate's impulses. Returns whether any
     row's velocity moves by more than tol_v for it (a LIMIT row's error r |lam - mult|, a
-    sliding pair's radius change times its 1 / c)."""
+    pair's radius_move)."""
     moved = False
     r = 0
     while r < nrows:
@@ -320,17 +426,9 @@ def outer_round(rf, ri, nrows, tol_v):
                 moved = True
             rf[ROW_MULT, r] = rf[ROW_LAM, r]
         elif kind == TANGENT:
-            radius = rf[ROW_FRIC, r] * max(rf[ROW_LAM, ri[ROW_PARTNER, r]], 0.0)   # mu lam_n
-            old = rf[ROW_RADIUS, r]
-            if radius != old:
-                # the slip a change moves: G |d lam_t| with d lam_t / d rho = -(|u| / s)^3
-                # along u (0 while it sticks, 1 once it slides; G = c / STICK_COMPLIANCE)
-                u1, u2, e = rf[ROW_U, r], rf[ROW_U, r + 1], rf[ROW_R, r] * old
-                u2s = u1 * u1 + u2 * u2
-                share = (u2s / (u2s + e * e)) ** 1.5 if u2s > 0.0 else 0.0
-                if abs(radius - old) * share * rf[ROW_R, r] / STICK_COMPLIANCE > tol_v:
-                    moved = True
-                rf[ROW_RADIUS, r] = radius
+            radius, radius_moved = radius_move(rf, ri, r, tol_v)
+            moved = moved or radius_moved
+            rf[ROW_RADIUS, r] = radius
             r += 2
             continue
         r += 1
@@ -359,9 +457,18 @@ def solve_rows(W, Mv, parent, J, nz, rf, ri, nrows, v, H, g, d, iterations, tol_
     full_step = False       # the last step was a full Newton step
     modelled = False        # ... or within a tenth of one
     small_step = False      # the last step moved no velocity by more than tol_v
+    reused = False          # the last step was made with the factor of the one before
+    contracting = True      # every check's step was at most half the step before it
+    last_step = math.inf    # the largest velocity change of the last step
     while True:
+        checked = False     # d is the Newton step at v with the last factor
         row_velocities(J, nz, ri, nrows, v, ROW_U, rf)
         changed, curved = evaluate_rows(rf, ri, nrows)   # (pieces against the Hessian's)
+        if taken == 0 or (modelled and not changed):
+            piece_changed, refreshed, now_curved = refresh_radii(rf, ri, nrows, tol_v)
+            if refreshed:       # a new problem: the last step's size says nothing of it
+                changed = changed or piece_changed
+                curved, full_step, small_step = now_curved, False, False
         if taken > 0 and modelled and not changed and curved and not small_step:
             # a contact's law is not quadratic: after a step its model held (alpha near 1), is
             # the next Newton step already within the tolerance? Measured with the last factor
@@ -369,12 +476,22 @@ def solve_rows(W, Mv, parent, J, nz, rf, ri, nrows, v, H, g, d, iterations, tol_
             # would be
             gradient(W, parent, Mv, J, nz, rf, ri, nrows, v, g)
             for i in range(n):
-                d[i] = g[i]
+                d[i] = -g[i]
             ltdl_solve(H, parent, d)
             largest = 0.0
             for i in range(n):
                 largest = max(largest, abs(d[i]))
             small_step = largest <= tol_v
+            checked = True
+            # a stale factor only while the steps shrink (on a contact's law near its kink,
+            # steps on one cycled, never below the tolerance): else fresh ones to the end
+            contracting = contracting and largest <= 0.5 * last_step
+            if small_step:      # taken: the iterate's gradient is then 0 to rounding
+                for i in range(n):
+                    v[i] += d[i]
+                row_velocities(J, nz, ri, nrows, v, ROW_U, rf)
+                evaluate_rows(rf, ri, nrows)
+                checked = False
         if taken > 0 and (small_step or (full_step and not changed)):
             # the inner problem is solved, or Newton is in its last piece: the outer round
             # (each round taking one Newton iteration, not a converged inner solve); done
@@ -384,16 +501,22 @@ def solve_rows(W, Mv, parent, J, nz, rf, ri, nrows, v, H, g, d, iterations, tol_
                 held_impulses(W, parent, Mv, J, nz, rf, ri, nrows, v, g)
                 return taken
             if moved:
-                evaluate_rows(rf, ri, nrows)
+                moved_piece, _ = evaluate_rows(rf, ri, nrows)
+                changed = changed or moved_piece
+                checked = False
         if taken >= iterations:
             return iterations + 1
-        gradient(W, parent, Mv, J, nz, rf, ri, nrows, v, g)
-        assemble_hessian(W, parent, J, nz, rf, ri, nrows, H, taken == 0)
-        if not ltdl_factor(H, parent):
-            return -1
-        for i in range(n):
-            d[i] = -g[i]
-        ltdl_solve(H, parent, d)
+        reuse = contracting and taken > 0 and modelled and not changed and not reused
+        if not (reuse and checked):     # (else d is the check's step: the same g and factor)
+            gradient(W, parent, Mv, J, nz, rf, ri, nrows, v, g)
+            if not reuse:
+                assemble_hessian(W, parent, J, nz, rf, ri, nrows, H, taken == 0)
+                if not ltdl_factor(H, parent):
+                    return -1
+            for i in range(n):
+                d[i] = -g[i]
+            ltdl_solve(H, parent, d)
+        reused = reuse
         row_velocities(J, nz, ri, nrows, d, ROW_DU, rf)
         d_g = 0.0
         for i in range(n):
@@ -416,6 +539,7 @@ def solve_rows(W, Mv, parent, J, nz, rf, ri, nrows, v, H, g, d, iterations, tol_
         full_step = alpha == 1.0
         modelled = abs(alpha - 1.0) <= 0.1
         small_step = largest <= tol_v
+        last_step = largest
 
 
 @kernel

@@ -74,7 +74,7 @@ import math
 
 
 
-from rbd_ros.dynamics._jit import borrow, kernel
+from rbd_ros.dynamics._jit import borrow, inline_kernel, kernel, table_of
 from rbd_ros.dynamics.checks import OK
 from rbd_ros.dynamics.entry_points import loop_tables, model_tables
 from rbd_ros.dynamics.kinematics import body_placements
@@ -106,7 +106,7 @@ EFFORT_COMPLIANCE = 1e-4
 JOINT, DRIVE, SPRING, CONTACT, EQUALITY, EFFORT = 0, 1, 2, 3, 4, 5
 
 
-@kernel
+@inline_kernel
 def row_fields(work, iwork, si):
     """(rf, ri, J, nz): the rows' float fields (ROW_FLOATS x MAXROWS), int fields (ROW_INTS x
     MAXROWS), Jacobian (MAXROWS x nv) and nonzero columns (MAXROWS x nv)."""
@@ -115,7 +115,7 @@ def row_fields(work, iwork, si):
             matrix(work, si, L.W_J, m, n), matrix(iwork, si, L.I_NZ, m, n))
 
 
-@kernel
+@inline_kernel
 def add_row(rf, ri, r, kind, role, unit, point, lo, hi):
     """Row r's kind, role, joint (unit >= 0: J_r = e_unit) or contact point, bounds; its other
     fields cleared."""
@@ -127,7 +127,7 @@ def add_row(rf, ri, r, kind, role, unit, point, lo, hi):
     rf[L.ROW_LO, r], rf[L.ROW_HI, r] = lo, hi
 
 
-@kernel
+@inline_kernel
 def unit_row(J, nz, ri, r, i):
     """J_r = e_i (the row cleared: its other entries are another step's)."""
     J[r, :] = 0.0
@@ -222,7 +222,7 @@ def drive_rows(si, sf, command, tau, q_free, v_free, rf, ri, J, nz, rows):
     return rows
 
 
-@kernel
+@inline_kernel
 def effort_command(si, sf, command, i):
     """Velocity i's effort command, saturated at its effort limit."""
     e = command[L.EFFORT, i]
@@ -277,7 +277,7 @@ def contact_rows(h, si, sf, q_free, v_free, rf, ri, J, nz, out, work, iwork, rem
         body_placements(body_int, body_float, ws, qi)
     point = vector(work, si, L.W_POINT, 4 + 3 * nvi)
     where = point[:4]
-    J_int = point[4:].reshape((3, nvi))
+    J_int = table_of(work, si[L.W_POINT] + 4, 3, nvi)
     chain_dofs = vector(iwork, si, L.I_POINT_NZ, nv)
     k_c, c_c, mu = sf[L.CONTACT_K], sf[L.CONTACT_C], sf[L.MU]
     groups = si[L.BODY_POINTS_AT]
@@ -319,7 +319,9 @@ def contact_rows(h, si, sf, q_free, v_free, rf, ri, J, nz, out, work, iwork, rem
                 rf[L.ROW_RADIUS, rows + d] = mu * normal
             held = math.hypot(remembered[3 * p + 1], remembered[3 * p + 2])
             if remembered[3 * p] > 0.0 and held < 0.99 * mu * remembered[3 * p]:
-                rf[L.ROW_MULT, rows + 1] = 1.0              # it stuck last step
+                rf[L.ROW_MULT, rows + 1] = 1.0              # it stuck last step, using
+                for d in (1, 2):                            # this share of its disk
+                    rf[L.ROW_A, rows + d] = remembered[3 * p + d] / (mu * remembered[3 * p])
             o = nv + L.OUT_COLS * p
             out[o + L.OUT_AT], out[o + L.OUT_AT + 1], out[o + L.OUT_AT + 2] = \
                 where[0], where[1], where[2]
@@ -421,7 +423,7 @@ def scale_rows(W, J, nz, rf, ri, nrows):
         r += span
 
 
-@kernel
+@inline_kernel
 def speed_limit_held(si, sf, command, rf, ri, r):
     """(side, braking) of row r: side +1 (-1) where it is a speed-limit row holding its joint
     at +vmax (-vmax), the limit the joint's effort command pushes toward, 0 elsewhere; braking,
