@@ -385,8 +385,9 @@ def test_a_quadruped_dropped_on_its_side_comes_to_rest(integrator):
 def test_a_humanoid_dropped_on_its_back_settles_with_every_solve_converged(integrator):
     """example-robot-data's G1 (29 DoF), limp, pitched onto its back and dropped from 20 cm
     onto spheres at its limbs and its URDF's foot spheres: with the default budget (100
-    iterations) every solve of 4 s converges (measured: at most 70 iterations, in a step of
-    its settling; 6-7 per step at rest), and its body lies still on several contacts."""
+    iterations) every solve of 4 s converges (measured over 20 s of settling: at most 56
+    iterations in one step, 4-6 per step at rest), and its body lies still on several
+    contacts."""
     from corpus import robots_directory
     root = robots_directory()
     if root is None:
