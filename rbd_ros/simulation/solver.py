@@ -134,6 +134,19 @@ def tangent_impulse(u1, u2, c, radius):
 
 
 @kernel
+def evaluate_pair(rf, ri, r):
+    """The tangent pair at r's impulses, slopes and piece at its velocities and radius.
+    Returns whether its piece changed."""
+    l1, l2, s11, s12, s22, piece = tangent_impulse(
+        rf[ROW_U, r], rf[ROW_U, r + 1], rf[ROW_R, r], rf[ROW_RADIUS, r])
+    rf[ROW_LAM, r], rf[ROW_LAM, r + 1] = l1, l2
+    rf[ROW_SLOPE, r], rf[ROW_SLOPE, r + 1], rf[ROW_SLOPE_X, r] = s11, s22, s12
+    changed = ri[ROW_PIECE, r] != piece
+    ri[ROW_PIECE, r] = piece
+    return changed
+
+
+@kernel
 def evaluate_rows(rf, ri, nrows):
     """Every row's impulse, slope and piece at its velocity rf[ROW_U]. Returns (whether a
     row changed its piece, whether a sliding contact (the one law that is not piecewise
@@ -144,12 +157,7 @@ def evaluate_rows(rf, ri, nrows):
     while r < nrows:
         kind = ri[ROW_KIND, r]
         if kind == TANGENT:
-            l1, l2, s11, s12, s22, piece = tangent_impulse(
-                rf[ROW_U, r], rf[ROW_U, r + 1], rf[ROW_R, r], rf[ROW_RADIUS, r])
-            rf[ROW_LAM, r], rf[ROW_LAM, r + 1] = l1, l2
-            rf[ROW_SLOPE, r], rf[ROW_SLOPE, r + 1], rf[ROW_SLOPE_X, r] = s11, s22, s12
-            changed = changed or ri[ROW_PIECE, r] != piece
-            ri[ROW_PIECE, r] = piece
+            changed = evaluate_pair(rf, ri, r) or changed
             curved = curved or rf[ROW_RADIUS, r] > 0.0      # (a smooth, not quadratic, law)
             r += 2
             continue
@@ -397,16 +405,11 @@ def refresh_radii(rf, ri, nrows, tol_v):
             r += 1
             continue
         radius, moved = radius_move(rf, ri, r, tol_v)
-        curved = curved or (rf[ROW_RADIUS, r] if not moved else radius) > 0.0
         if moved:
             refreshed = True
             rf[ROW_RADIUS, r] = radius
-            l1, l2, s11, s12, s22, piece = tangent_impulse(
-                rf[ROW_U, r], rf[ROW_U, r + 1], rf[ROW_R, r], radius)
-            rf[ROW_LAM, r], rf[ROW_LAM, r + 1] = l1, l2
-            rf[ROW_SLOPE, r], rf[ROW_SLOPE, r + 1], rf[ROW_SLOPE_X, r] = s11, s22, s12
-            changed = changed or ri[ROW_PIECE, r] != piece
-            ri[ROW_PIECE, r] = piece
+            changed = evaluate_pair(rf, ri, r) or changed
+        curved = curved or rf[ROW_RADIUS, r] > 0.0
         r += 2
     return changed, refreshed, curved
 
