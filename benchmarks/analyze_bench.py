@@ -9,14 +9,17 @@ whole (its start-up included, as a user runs it), on MCAP logs of the bundled 7-
 2. the tool's --profile on the long logs: each stage's seconds, for the residuals and with
    friction and payload identification;
 3. the start-up: the tool on a 3 s log, --profile's start-up rows;
-4. Dask: the whole command with --workers 1 and 2 against the serial one, on the long logs.
+4. workers: the whole command with --workers 1 and 2 against the serial one, on the long logs.
 
     python -m benchmarks analyze --fleet K --seconds S --workers 1,2,4,8,16 [--identify]
 
 runs the fleet table instead: K logs of S seconds each (a few distinct ones, the rest copies:
 the analysis reads each), the serial command and one with each --workers count, each timed
 whole; whether each run's JSON report equals the serial run's. --out FILE writes the tables
-there too.
+there too. Beside it, what the machine itself gives N processes at once, so that a sub-linear
+row can be told apart from the workers' or the analysis's own cost: N copies of a one-core compute
+loop and of a memory-bound copy (each process timing its own loop), and N plain `analyze`
+processes of one numba thread each on an N-th of the logs, started together (no pool).
 """
 from __future__ import annotations
 
@@ -184,7 +187,7 @@ def startup(path, repeats):
 
 def workers_table(paths, counts, options, repeats, out=None):
     """The whole command serially and with each --workers count: wall seconds, the local
-    cluster's start-up (--profile), the speed-ups over the serial command (whole, and after the
+    workers' start-up (--profile), the speed-ups over the serial command (whole, and after the
     start-up), whether the JSON report equals the serial run's."""
     with tempfile.TemporaryDirectory(prefix='rbd_analyze_reports_') as reports:
         runs = [('serial', ())] + [(str(n), ('--workers', str(n))) for n in counts]
@@ -198,20 +201,20 @@ def workers_table(paths, counts, options, repeats, out=None):
                                         report))
                 rows = profile_rows(checked(done).stdout)
                 if took < best[0]:
-                    best = (took, rows.get('start-up: cluster', 0.0))
+                    best = (took, rows.get('start-up: workers', 0.0))
                 with open(report, encoding='utf-8') as f:
                     data = json.load(f)
                 if label == 'serial' and serial_json is None:
                     serial_json = data
                 equal[label] = equal.get(label, True) and data == serial_json
             walls[label], startups[label] = best
-            print(f'  {label}: {best[0]:.2f} s (cluster start-up {best[1]:.2f} s)',
+            print(f'  {label}: {best[0]:.2f} s (workers\' start-up {best[1]:.2f} s)',
                   file=sys.stderr, flush=True)
         after = {label: walls[label] - startups[label] for label, _ in runs}
     lines = ['| workers | ' + ' | '.join(label for label, _ in runs) + ' |',
              '|---|' + '---:|' * len(runs),
              '| wall s | ' + ' | '.join(f'{walls[label]:.1f}' for label, _ in runs) + ' |',
-             '| of which the cluster\'s start-up s | ' + ' | '.join(
+             '| of which the workers\' start-up s | ' + ' | '.join(
                  f'{startups[label]:.1f}' if label != 'serial' else '-'
                  for label, _ in runs) + ' |',
              '| speed-up over serial | ' + ' | '.join(
@@ -224,6 +227,60 @@ def workers_table(paths, counts, options, repeats, out=None):
     if out is not None:
         out.write('\n'.join(lines) + '\n')
     return walls, equal
+
+
+#: one process's share of the machine rows: a compute loop (the interpreter's, no memory
+#: traffic) and a memory-bound one (a 64 MB array copied over and over, past any cache)
+COMPUTE_LOOP = ('import time; t = time.perf_counter(); s = 0\n'
+                'for i in range(15_000_000): s += i * i\n'
+                'print(time.perf_counter() - t)')
+MEMORY_LOOP = ('import time, numpy as np; a = np.ones(1 << 23); b = np.empty_like(a); '
+               't = time.perf_counter()\n'
+               'for _ in range(60): np.copyto(b, a)\n'
+               'print(time.perf_counter() - t)')
+
+
+def together(commands, env=None):
+    """Start every command at once; (wall seconds until the last ends, their stdouts)."""
+    started = time.perf_counter()
+    running = [subprocess.Popen(c, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env or dict(os.environ)) for c in commands]
+    outs = []
+    for p in running:
+        out, err = p.communicate(timeout=3600)
+        if p.returncode != 0:
+            raise SystemExit(f'{" ".join(p.args[:6])} ...: exit {p.returncode}\n{err[-2000:]}')
+        outs.append(out)
+    return time.perf_counter() - started, outs
+
+
+def machine_rows(paths, counts, options):
+    """Speed-ups of N processes at once over one: the machine's (compute, memory: N times one
+    process's loop time over their mean loop time) and the analysis's without a pool (one
+    process on all logs over N processes on an N-th each, whole commands)."""
+    compute, memory, split = {}, {}, {}
+    env = dict(os.environ, NUMBA_NUM_THREADS='1', OMP_NUM_THREADS='1')
+    for n in counts:
+        for name, code, table in (('compute', COMPUTE_LOOP, compute),
+                                  ('memory', MEMORY_LOOP, memory)):
+            _, outs = together([[sys.executable, '-c', code]] * n, env)
+            table[n] = float(np.mean([float(o) for o in outs]))
+        wall, _ = together([tool(paths[i::n], *options) for i in range(n)], env)
+        split[n] = wall
+        print(f'  {n} at once: compute loop {compute[n]:.2f} s, memory loop {memory[n]:.2f} s, '
+              f'analyze split {n} ways {wall:.2f} s', file=sys.stderr, flush=True)
+    one = counts[0]
+    lines = ['| processes at once | ' + ' | '.join(str(n) for n in counts) + ' |',
+             '|---|' + '---:|' * len(counts),
+             '| the machine: a compute loop, speed-up | ' + ' | '.join(
+                 f'{n * compute[one] / (one * compute[n]):.2f}x' for n in counts) + ' |',
+             '| the machine: a memory-bound copy, speed-up | ' + ' | '.join(
+                 f'{n * memory[one] / (one * memory[n]):.2f}x' for n in counts) + ' |',
+             '| `analyze` split N ways, no pool: wall s | ' + ' | '.join(
+                 f'{split[n]:.1f}' for n in counts) + ' |',
+             '| `analyze` split N ways, no pool: speed-up | ' + ' | '.join(
+                 f'{split[one] / split[n]:.2f}x' for n in counts) + ' |']
+    return lines
 
 
 def run(smoke=False):
@@ -250,14 +307,8 @@ def run(smoke=False):
         stages(long_, repeats)
         print(flush=True)
         startup(one[0], repeats)
-        try:
-            import distributed  # noqa: F401
-        except ImportError:
-            print('\n(dask[distributed] not installed: no workers row)')
-            return 0
-        print('\nDask, the whole command on the long logs with friction and payload '
-              'identification (a local cluster of processes, one numba thread each):\n',
-              flush=True)
+        print('\nWorkers, the whole command on the long logs with friction and payload '
+              'identification (worker processes, one numba thread each):\n', flush=True)
         workers_table(long_, [1, 2], IDENTIFY, 1 if smoke else 2)
         print(f'\n({os.cpu_count()} cores; {long_n} logs: the speed-up is bounded by the cores '
               'and by whole logs per worker)')
@@ -284,13 +335,18 @@ def fleet(count, seconds, counts, identify, out_path=None, directory=None):
         try:
             if out is not None:
                 out.write(header + '\n')
-            walls, _ = workers_table(paths, counts, IDENTIFY if identify else (), 1, out)
+            options = IDENTIFY if identify else ()
+            walls, _ = workers_table(paths, counts, options, 1, out)
             rate = samples / walls['serial']
-            line = (f'\nserial: {rate:,.0f} samples/s, {size / walls["serial"] / 1e6:.0f} MB/s '
-                    'of MCAP, start-up included')
-            print(line)
+            lines = [f'\nserial: {rate:,.0f} samples/s, {size / walls["serial"] / 1e6:.0f} MB/s '
+                     'of MCAP, start-up included', '',
+                     'What the machine gives N processes at once (each a one-core loop timing '
+                     'itself), and the same analysis as N plain processes on an N-th of the logs '
+                     'each (one numba thread, no pool; whole commands):', '']
+            lines += machine_rows(paths, counts, options)
+            print('\n'.join(lines))
             if out is not None:
-                out.write(line + '\n')
+                out.write('\n'.join(lines) + '\n')
         finally:
             if out is not None:
                 out.close()

@@ -112,7 +112,7 @@ SLOW = {
     'test_ros_bringup.py::test_demo_runs_and_summarises',       # 15
     'test_benchmarks.py::test_node_bench_smoke',                # 13
     'test_benchmarks.py::test_analyze_bench_smoke',             # 10
-    'test_analyze.py::test_dask_workers_and_a_scheduler_give_the_serial_numbers',  # 10
+    'test_analyze.py::test_local_workers_and_a_scheduler_give_the_serial_numbers',  # 10
 }
 
 

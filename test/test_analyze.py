@@ -203,7 +203,7 @@ def test_true_model_leaves_residuals_at_the_noise(tmp_path):
     assert '--identify friction' in result.stdout
 
 
-def test_dask_workers_and_a_scheduler_give_the_serial_numbers(logs, tmp_path):
+def test_local_workers_and_a_scheduler_give_the_serial_numbers(logs, tmp_path):
     distributed = pytest.importorskip('distributed')
     options = ('--urdf', ARM_PATH, '--identify', 'friction', '--identify', 'payload:tool0')
     serial, _ = report(tmp_path, *logs, *options, name='serial.json')

@@ -241,16 +241,47 @@ def test_on_a_schedulers_cluster_the_workers_find_the_logs(tmp_path, monkeypatch
     monkeypatch.setattr(run, 'log_size', nowhere)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:
-        remote = run.Cluster(scheduler=cluster.scheduler_address)
+        remote = run.Cluster(cluster.scheduler_address)
         try:
             progress = run.Progress([], enabled=False, tty=False, sizes=False)
             results, missing = run.run_dask(remote, [str(folder), str(tmp_path / 'none')],
-                                            ARM, Options(), progress, lambda r: None,
-                                            remote=True)
+                                            ARM, Options(), progress, lambda r: None)
         finally:
             remote.close()
     assert missing == [(str(tmp_path / 'none'), 'no such file or folder')]
     assert [pathlib.Path(r.path).name for r in results] == ['run0', 'run1', 'run2']
+    for mine, theirs in zip(results, serial):
+        for key in theirs.sums:
+            assert np.array_equal(mine.sums[key], theirs.sums[key]), key
+
+
+def test_a_worker_process_that_dies_does_not_lose_the_logs(tmp_path):
+    """A killed worker process breaks its pool: the logs not done run again on a new pool, and
+    the sums are still the serial ones."""
+    import signal
+
+    from rbd_ros.analysis import run
+    t, q, v, tau = motion(3.0)
+    paths = []
+    for k in range(3):
+        write_log(tmp_path / f'run{k}', t, arm().joint_names, q, v, tau + 0.01 * k)
+        paths.append(str(tmp_path / f'run{k}'))
+    serial = [analyze_log(p, ARM, Options()) for p in paths]
+    local = run.LocalWorkers(1)
+    told = []
+
+    def tell(result):
+        told.append(result.path)
+        if len(told) == 1:           # after the first log, its worker is killed
+            for pid in list(local.pool._processes):
+                os.kill(pid, signal.SIGKILL)
+    try:
+        progress = run.Progress([], enabled=False, tty=False, sizes=False)
+        results = run.run_local(local, paths, ARM, Options(), progress, tell)
+    finally:
+        local.close()
+    assert [r.status for r in results] == ['ok'] * 3
+    assert sorted(told) == sorted(paths)
     for mine, theirs in zip(results, serial):
         for key in theirs.sums:
             assert np.array_equal(mine.sums[key], theirs.sums[key]), key

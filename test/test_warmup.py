@@ -53,7 +53,7 @@ def test_a_worker_needs_the_deferred_mode():
 _HOLD = '''
 import sys, time
 from rbd_ros.dynamics._jit import compile_lock
-with compile_lock():
+with compile_lock(exclusive={'ex': True, 'sh': False}[sys.argv[2]]):
     print('locked', flush=True)
     time.sleep(float(sys.argv[1]))
 '''
@@ -61,14 +61,14 @@ with compile_lock():
 
 @pytest.mark.skipif(os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0'), reason='needs numba')
 def test_processes_take_turns_at_the_compile_lock_and_a_killed_one_lets_go():
-    """Nodes started at once compile (or load the cache) one after the other; one killed in
-    the middle of its compile releases the lock with its death."""
+    """A process that loads the cache waits while another compiles (the exclusive lock); one
+    killed in the middle of its compile releases the lock with its death."""
     import signal
     import time
-    holder = subprocess.Popen([sys.executable, '-c', _HOLD, '30'], cwd=ROOT,
+    holder = subprocess.Popen([sys.executable, '-c', _HOLD, '30', 'ex'], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == 'locked'
-    waiter = subprocess.Popen([sys.executable, '-c', _HOLD, '0'], cwd=ROOT,
+    waiter = subprocess.Popen([sys.executable, '-c', _HOLD, '0', 'sh'], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True)
     time.sleep(1.5)
     assert waiter.poll() is None            # waiting for the lock
@@ -76,3 +76,28 @@ def test_processes_take_turns_at_the_compile_lock_and_a_killed_one_lets_go():
     holder.wait(timeout=10)
     assert waiter.stdout.readline().strip() == 'locked'
     assert waiter.wait(timeout=30) == 0
+
+
+@pytest.mark.skipif(os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0'), reason='needs numba')
+def test_processes_load_a_complete_cache_at_once():
+    """Once a process has filled the cache (it says so in the cache), processes started
+    together load it side by side: two shared holders hold the lock at the same time, and the
+    dynamics core's import takes the shared one."""
+    import time
+    from rbd_ros.dynamics import _jit
+    import rbd_ros.dynamics  # noqa: F401 - fills and marks the cache if it was not
+    assert _jit.cache_is_complete()
+    first = subprocess.Popen([sys.executable, '-c', _HOLD, '30', 'sh'], cwd=ROOT,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline().strip() == 'locked'
+        started = time.monotonic()
+        second = subprocess.run([sys.executable, '-c', 'import time; t = time.monotonic(); '
+                                 'import rbd_ros.dynamics; print(time.monotonic() - t)'],
+                                cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 0, second.stderr
+        assert 'waiting for another process' not in second.stderr
+        assert time.monotonic() - started < 25      # not after the holder's 30 s
+    finally:
+        first.kill()
+        first.wait()

@@ -1,5 +1,6 @@
 """`python -m rbd_ros analyze LOG... --urdf ROBOT.urdf` (also `rbd_analyze`): torque residuals
-and identification from rosbag2 logs, serially or on a Dask cluster (run.py).
+and identification from rosbag2 logs, serially, on worker processes of this machine or on a Dask
+cluster (run.py).
 
 Exit status: 0 when at least one log was analysed, 1 when none was, 2 for a usage error (an
 option, the URDF, the payload's link).
@@ -98,11 +99,11 @@ def build_parser():
                         'and payload as a ROS 2 parameters file for dynamics_node and sim_node')
     run = parser.add_mutually_exclusive_group()
     run.add_argument('--workers', type=_workers, default=None, metavar='N',
-                     help='analyse the logs in parallel on a local Dask cluster of N processes '
-                     '(one numba thread each; at most one per log; a warning when the '
-                     "cluster's start-up took longer than the analysis), or 'auto': as many "
-                     'as cores and logs, when the work is estimated to be larger than the '
-                     "cluster's start-up, else in this process")
+                     help='analyse the logs in parallel on N worker processes of this machine '
+                     '(one numba thread each; at most one per log; a warning when their '
+                     'start-up took longer than the analysis), or \'auto\': as many as cores '
+                     'and logs, when that is estimated to be faster than this process on '
+                     'all cores, else in this process')
     run.add_argument('--scheduler', metavar='ADDRESS',
                      help='send the logs to a running Dask scheduler (tcp://host:8786); its '
                      'workers need rbd_ros[analyze] and find and read the logs themselves, at '
@@ -171,21 +172,26 @@ def main(argv=None):
             startup['kernels'] = time.perf_counter() - started
             results = run.run_serial(paths, urdf_text, options, progress, tell)
         else:
-            try:
-                cluster = run.Cluster(workers, args.scheduler)
-            except ImportError:
-                raise UsageError('--workers and --scheduler need dask[distributed] (pip '
-                                 "install 'rbd_ros[analyze]')") from None
-            except (OSError, TimeoutError) as exc:
-                raise UsageError(f'--scheduler {args.scheduler}: cannot connect '
-                                 f'({exc})') from None
-            startup['cluster'] = cluster.startup
-            results, more_missing = run.run_dask(cluster, paths, urdf_text, options, progress,
-                                                 tell, remote=bool(args.scheduler))
-            for path, reason in more_missing:
-                progress.clear()
-                say(f'skipped {path}: {reason}')
-            missing += more_missing
+            if args.scheduler:
+                try:
+                    cluster = run.Cluster(args.scheduler)
+                except ImportError:
+                    raise UsageError('--scheduler needs dask[distributed] (pip install '
+                                     "'rbd_ros[analyze]')") from None
+                except (OSError, TimeoutError) as exc:
+                    raise UsageError(f'--scheduler {args.scheduler}: cannot connect '
+                                     f'({exc})') from None
+                startup['cluster'] = cluster.startup
+                results, more_missing = run.run_dask(cluster, paths, urdf_text, options,
+                                                     progress, tell)
+                for path, reason in more_missing:
+                    progress.clear()
+                    say(f'skipped {path}: {reason}')
+                missing += more_missing
+            else:
+                cluster = run.LocalWorkers(workers)
+                startup['workers'] = cluster.startup
+                results = run.run_local(cluster, paths, urdf_text, options, progress, tell)
     except UsageError as exc:
         print(f'rbd_analyze: error: {exc}', file=sys.stderr)
         return 2
@@ -200,9 +206,10 @@ def main(argv=None):
     print(report_text(summary, wall))
     if workers and not args.scheduler and cluster is not None and \
             cluster.startup > wall - cluster.startup:
-        say(f'warning: --workers {args.workers}: the local cluster took {cluster.startup:.1f} s '
-            f'to start and the analysis {wall - cluster.startup:.1f} s: for work this small the '
-            'command is faster without --workers (or with --workers auto)')
+        say(f'warning: --workers {args.workers}: the worker processes took '
+            f'{cluster.startup:.1f} s to start and the analysis {wall - cluster.startup:.1f} s: '
+            'for work this small the command is faster without --workers (or with --workers '
+            'auto)')
     if args.json:
         _write(args.json, json.dumps(report_json(summary), indent=2) + '\n')
     if args.plots and any(r.status == 'ok' for r in results):

@@ -1,5 +1,5 @@
-"""Imported once by the fork server that a local Dask cluster's workers are forked from
-(run.Cluster): numpy, numba, the dynamics core and the analysis's compiled loops are loaded
+"""Imported once by the fork server that --workers' processes are forked from
+(run.LocalWorkers): numpy, numba, the dynamics core and the analysis's compiled loops are loaded
 there once, so each worker starts with them (spawned workers each imported them, one after
 the other: the dynamics core loads numba's cache under a lock shared by every process)."""
 import numpy as np

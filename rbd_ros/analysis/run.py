@@ -1,9 +1,10 @@
-"""Where the logs are analysed: in this process one after the other, or on Dask workers (a local
-cluster of processes, or an existing scheduler's workers), and the progress of a run.
+"""Where the logs are analysed: in this process one after the other, on worker processes of
+this machine (a process pool), or on a running Dask scheduler's workers; and the progress of a
+run.
 
-- Each Dask worker process runs one numba thread (NUMBA_NUM_THREADS=1 in a local cluster's
-  workers; numba.set_num_threads(1) in each task on a scheduler's), so N workers use N cores
-  and never N x cores threads: the logs are the parallelism.
+- Each worker process runs one numba thread (NUMBA_NUM_THREADS=1 in a local worker;
+  numba.set_num_threads(1) in each task on a scheduler's), so N workers use N cores and never
+  N x cores threads: the logs are the parallelism.
 - On a scheduler's cluster the workers find the logs themselves: each argument (made absolute
   here without touching the file system) is expanded into logs by a worker, and each log is
   read by the worker that analyses it; this process never opens a log.
@@ -20,10 +21,10 @@ import time
 from .compute import LogResult, analyze_log
 from .logs import log_size
 
-#: --workers auto's model of a run, from the fleet table of the 16-core machine
+#: --workers auto's model of a run, from the fleet tables of the 16-core machine
 #: (docs/analysis.md: 128 logs of the 7-joint arm at 1 kHz, friction and payload identified):
-#: a local cluster's start-up (2.2-2.9 s there; 2.5-4 s on the loaded 2-core VM) ...
-CLUSTER_STARTUP_S = 3.0
+#: the worker processes' start-up (2.2-2.3 s there for 16; 0.9 s on the 2-core VM) ...
+WORKERS_STARTUP_S = 2.3
 #: ... one core's rate in bytes of MCAP per second (about 350 bytes a message): 57 MB/s with
 #: identification (--workers 1 there, after the start-up); residuals alone, 125 MB/s
 #: (estimated: --profile's stages took 2.2 times as long with identification) ...
@@ -35,9 +36,10 @@ PARALLEL_SHARE = {'residuals': 0.35, 'identification': 0.85}
 
 
 def worker_efficiency(n):
-    """... and n worker processes' rate as a share of n times one's: measured 0.93, 0.79,
-    0.64 and 0.55 at 2, 4, 8 and 16 workers there (shared cores and caches, all-core
-    clocks)."""
+    """... and n worker processes' rate as a share of n times one's: 0.93, 0.79, 0.64 and
+    0.55 at 2, 4, 8 and 16 workers of a local Dask cluster there. The process pool that
+    replaced it was 1.4-1.7x as fast on 16 workers in the same run, so this is on the safe
+    side (it keeps work in this process a little longer than it needs)."""
     return 1.0 / (1.0 + 0.05 * (n - 1))
 
 
@@ -79,7 +81,7 @@ def estimated_seconds(size, options, cores, workers=0):
     if not workers:
         share = PARALLEL_SHARE[kind]
         return one_core * ((1.0 - share) + share / max(cores, 1))
-    return CLUSTER_STARTUP_S + one_core / (workers * worker_efficiency(workers))
+    return WORKERS_STARTUP_S + one_core / (workers * worker_efficiency(workers))
 
 
 def choose_workers(asked, paths, options, cores):
@@ -96,7 +98,7 @@ def choose_workers(asked, paths, options, cores):
         there = estimated_seconds(size, options, cores, n)
         words = (f'--workers auto: {logs} log{s}, {size / 1e6:,.0f} MB: about {here:.1f} s '
                  f'in this process (numba\'s threads on {cores} cores), about {there:.1f} s on '
-                 f'{n} worker process{"es" if n != 1 else ""} ({CLUSTER_STARTUP_S:g} s of '
+                 f'{n} worker process{"es" if n != 1 else ""} ({WORKERS_STARTUP_S:g} s of '
                  'start-up)')
         if n < 2 or there >= here:
             return 0, words + ': analysed in this process'
@@ -119,8 +121,8 @@ def run_serial(paths, urdf_text, options, progress, tell):
 
 
 def worker_task(path, urdf_text, options):
-    """analyze_log on a Dask worker: one numba thread for this task (the workers are the
-    parallelism; NUMBA_NUM_THREADS in a local cluster already says so)."""
+    """analyze_log on a worker: one numba thread for this task (the workers are the
+    parallelism; NUMBA_NUM_THREADS in a local worker already says so)."""
     try:
         import numba
         numba.set_num_threads(1)
@@ -134,86 +136,91 @@ def worker_find_logs(argument):
     return find_logs([argument])
 
 
-class Cluster:
-    """A Dask client on a new local cluster of ``workers`` processes, or on ``scheduler``;
-    ``startup`` is the seconds it took."""
-
-    def __init__(self, workers=0, scheduler=None):
-        from dask.distributed import Client, LocalCluster
-        started = time.monotonic()
-        self.cluster = None
-        if scheduler:
-            self.client = Client(scheduler, timeout='10s')
-        else:
-            self.cluster = _local_cluster(LocalCluster, workers)
-            self.client = Client(self.cluster)
-        self.startup = time.monotonic() - started
-
-    def close(self):
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
-
-
 #: each local worker's environment: one thread for numba and for any BLAS
 WORKER_ENV = {'NUMBA_NUM_THREADS': '1', 'OMP_NUM_THREADS': '1', 'OPENBLAS_NUM_THREADS': '1',
               'MKL_NUM_THREADS': '1'}
 
 
-def _local_cluster(LocalCluster, workers):
-    """A local cluster of ``workers`` processes forked from a fork server that has imported
-    and loaded what a task needs (preload.py), with one numba thread each. Where that is not
-    to be had (no fork server on this platform), spawned workers with the same environment."""
-    import multiprocessing
+class Cluster:
+    """A Dask client on a running scheduler's cluster; ``startup`` is the seconds it took to
+    connect."""
 
-    import dask
-    saved = {key: os.environ.get(key) for key in WORKER_ENV}
-    try:
-        ctx = None
-        if 'forkserver' in multiprocessing.get_all_start_methods():
-            from distributed.utils import get_mp_context
-            with dask.config.set({'distributed.worker.multiprocessing-method': 'forkserver'}):
-                ctx = get_mp_context()      # (sets distributed's own preload list first)
-            ctx.set_forkserver_preload(['distributed', 'rbd_ros.analysis.preload'])
-            # the fork server starts with the first worker, in this environment: numba reads
-            # NUMBA_NUM_THREADS when the server imports it
-            os.environ.update(WORKER_ENV)
-        method = 'forkserver' if ctx is not None else 'spawn'
-        with dask.config.set({'distributed.worker.multiprocessing-method': method}):
-            return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                dashboard_address=None, silence_logs=40, env=dict(WORKER_ENV))
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    def __init__(self, scheduler):
+        from dask.distributed import Client
+        started = time.monotonic()
+        self.client = Client(scheduler, timeout='10s')
+        self.startup = time.monotonic() - started
+
+    def close(self):
+        self.client.close()
 
 
-def run_dask(cluster, arguments, urdf_text, options, progress, tell, remote):
-    """(results in the logs' order, [(argument, reason)] for arguments that hold no logs).
-    ``remote``: the workers resolve the arguments (a scheduler's cluster); else they are the
-    log paths found here."""
+def _ready():
+    return os.getpid()
+
+
+class LocalWorkers:
+    """``workers`` processes of this machine, each running one task at a time on one numba
+    thread, forked from a fork server that has loaded what a task needs (preload.py): a
+    process pool. A local Dask cluster did the same work slower: on 16 cores its workers' summed
+    stages took 30% longer (each task shares its process, and the GIL, with the worker's event
+    loop and a nanny beside it) and it took twice as long to start (docs/analysis.md)."""
+
+    def __init__(self, workers):
+        started = time.monotonic()
+        self.workers = workers
+        self.pool = None
+        self.start()
+        self.startup = time.monotonic() - started
+
+    def start(self):
+        import concurrent.futures
+        import multiprocessing
+        saved = {key: os.environ.get(key) for key in WORKER_ENV}
+        try:
+            os.environ.update(WORKER_ENV)      # the fork server's environment, so its children's
+            if 'forkserver' in multiprocessing.get_all_start_methods():
+                ctx = multiprocessing.get_context('forkserver')
+                ctx.set_forkserver_preload(['rbd_ros.analysis.preload'])
+            else:                                # pragma: no cover - no fork server here
+                ctx = multiprocessing.get_context('spawn')
+            self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.workers,
+                                                               mp_context=ctx)
+            self.pool.submit(_ready).result()    # the fork server starts now, in WORKER_ENV
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    def close(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def restart(self):
+        """A new pool after one of its processes died (the old pool is broken for good)."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.start()
+
+
+def run_dask(cluster, arguments, urdf_text, options, progress, tell):
+    """(results in the logs' order, [(argument, reason)] for arguments that hold no logs) on a
+    scheduler's cluster: the workers resolve the arguments and read the logs."""
     from dask.distributed import as_completed
     client = cluster.client
     missing = []
-    if remote:
-        # absolute by the string alone (this process's working directory): the workers look
-        listed = client.gather(client.map(worker_find_logs,
-                                          [os.path.abspath(a) for a in arguments],
-                                          pure=False))
-        paths, shown = [], {}
-        for argument, (found, absent) in zip(arguments, listed):
-            for path in found:
-                shown[path] = path if os.path.isabs(argument) else os.path.relpath(path)
-            paths += found
-            missing += [(argument, reason) for _, reason in absent]
-        progress.set_logs(paths)
-    else:
-        paths = list(arguments)
-        shown = {os.path.abspath(p): p for p in paths}
+    # absolute by the string alone (this process's working directory): the workers look
+    listed = client.gather(client.map(worker_find_logs, [os.path.abspath(a) for a in arguments],
+                                      pure=False))
+    paths, shown = [], {}
+    for argument, (found, absent) in zip(arguments, listed):
+        for path in found:
+            shown[path] = path if os.path.isabs(argument) else os.path.relpath(path)
+        paths += found
+        missing += [(argument, reason) for _, reason in absent]
+    progress.set_logs(paths)
     futures = {client.submit(worker_task, os.path.abspath(path), urdf_text, options,
-                             pure=False): os.path.abspath(path) for path in paths}
+                                     pure=False): os.path.abspath(path) for path in paths}
     by_path = {}
     for future in as_completed(futures):
         path = futures[future]
@@ -227,6 +234,46 @@ def run_dask(cluster, arguments, urdf_text, options, progress, tell, remote):
         progress.done(result.path, result)
         tell(result)
     return [by_path[os.path.abspath(p)] for p in paths], missing
+
+
+def run_local(local, paths, urdf_text, options, progress, tell):
+    """The logs on LocalWorkers, results in the logs' order. A worker process that dies breaks
+    its pool: every log not done then runs once more on a new pool; a log that fails so twice
+    is skipped with the reason."""
+    import concurrent.futures
+    from concurrent.futures.process import BrokenProcessPool
+    by_path = {}
+    pending = [os.path.abspath(p) for p in paths]
+    shown = {os.path.abspath(p): p for p in paths}
+    for attempt in (1, 2):
+        broken = []
+        try:
+            futures = {local.pool.submit(worker_task, path, urdf_text, options): path
+                       for path in pending}
+        except BrokenProcessPool:
+            futures, broken = {}, list(pending)
+        for future in concurrent.futures.as_completed(futures):
+            path = futures[future]
+            try:
+                result = future.result()
+            except BrokenProcessPool as exc:
+                if attempt == 1:
+                    broken.append(path)
+                    continue
+                result = LogResult(path=path, status='skipped', reason='failed on its worker: '
+                                   f'a worker process died, twice ({exc})')
+            except Exception as exc:     # noqa: BLE001 - a bug
+                result = LogResult(path=path, status='skipped',
+                                   reason=f'failed on its worker: {type(exc).__name__}: {exc}')
+            result.path = shown[path]                   # as the user named it
+            by_path[path] = result
+            progress.done(result.path, result)
+            tell(result)
+        if not broken:
+            break
+        pending = [p for p in pending if p in broken]
+        local.restart()
+    return [by_path[os.path.abspath(p)] for p in paths]
 
 
 class Progress:

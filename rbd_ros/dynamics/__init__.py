@@ -11,9 +11,12 @@ order and coordinates.
 A Model never changes once built; each call writes into a workspace (Data), the calling
 thread's own unless ``data=model.create_data()`` is passed.
 """
-from ._jit import JIT_ENABLED, compile_lock
+from ._jit import (DEFER_COMPILE, JIT_ENABLED, cache_is_complete, compile_lock,
+                   mark_cache_complete)
 
-with compile_lock():   # importing the entry points compiles them, or loads numba's cache
+_filling = JIT_ENABLED and not cache_is_complete()
+with compile_lock(exclusive=_filling):   # importing the entry points compiles them, or loads
+    # numba's cache
     from .api import (REFERENCES, FramePoses, center_of_mass, center_of_mass_jacobian,
                       centroidal_momentum, centroidal_momentum_matrix, coriolis_matrix,
                       difference, forward_dynamics, forward_dynamics_derivatives,
@@ -26,6 +29,8 @@ with compile_lock():   # importing the entry points compiles them, or loads numb
     from .closed_loops import (close_loops, constrained_forward_dynamics,
                                constrained_inverse_dynamics, constraint_bias, constraint_jacobian,
                                constraint_residual, mobility)
+if _filling and not DEFER_COMPILE:   # (a warm-up worker compiles only its share)
+    mark_cache_complete()
 from .data import Data
 from .identification import PayloadEstimate, estimate_payload
 from .errors import InertiaError, JointError, ModelError, TopologyError, URDFSyntaxError

@@ -5,6 +5,7 @@ arrays). ``RBD_ROS_NO_JIT=1`` (or numba's own ``NUMBA_DISABLE_JIT=1``) runs the 
 functions in the interpreter, which is how the tests prove the two modes agree.
 """
 import contextlib
+import functools
 import hashlib
 import os
 import sys
@@ -42,6 +43,70 @@ def _kernel_sources():
             for name in sorted(os.listdir(os.path.join(root, package))) if name.endswith('.py')]
 
 
+@functools.lru_cache(maxsize=None)
+def _cache_state():
+    """(stamp of every kernel source, numba's cache directories of those sources, the
+    sources); once per process (the sources a process runs do not change under it)."""
+    from numba.core import caching
+    impl = getattr(caching, 'CacheImpl', None) or getattr(caching, '_CacheImpl')
+    sources = _kernel_sources()
+    digest = hashlib.sha1()
+    for path in sources:
+        with open(path, 'rb') as handle:
+            # the file's name in the package, not its path: the same files reached through
+            # another path (colcon --symlink-install's build/ link, an editable install of
+            # that checkout) share numba's cache directory, so they share its stamp
+            name = '/'.join(path.split(os.sep)[-2:])
+            digest.update(name.encode() + b'\0' + handle.read())
+    caches = []
+    for source in sources:
+        for locator_class in impl._locator_classes:
+            locator = locator_class.from_function(drop_stale_caches, source)
+            if locator is not None:
+                caches.append(locator.get_cache_path())
+                break
+    return digest.hexdigest(), sorted(set(caches)), sources
+
+
+#: written into each cache directory once a process has imported the dynamics core under the
+#: exclusive lock: every entry point of these sources is then in the cache, for this numba and
+#: this Python, and processes started together load it at once instead of one after another
+COMPLETE_MARK = 'rbd_ros_complete.stamp'
+
+
+def _complete_text(stamp):
+    return f'{stamp} numba {_numba.__version__} python {sys.version_info[0]}.{sys.version_info[1]}\n'
+
+
+def cache_is_complete():
+    """Whether a process has filled numba's cache for these very sources (COMPLETE_MARK)."""
+    if _numba is None:
+        return False
+    try:
+        stamp, caches, _ = _cache_state()
+        text = _complete_text(stamp)
+        for cache in caches:
+            with open(os.path.join(cache, COMPLETE_MARK)) as handle:
+                if handle.read() != text:
+                    return False
+        return bool(caches)
+    except Exception:   # noqa: BLE001 - no mark, no cache, a cache we cannot read
+        return False
+
+
+def mark_cache_complete():
+    """Say in each cache directory that the dynamics core's kernels are in it (best effort)."""
+    try:
+        stamp, caches, _ = _cache_state()
+        for cache in caches:
+            path = os.path.join(cache, COMPLETE_MARK)
+            with open(f'{path}.{os.getpid()}', 'w') as handle:
+                handle.write(_complete_text(stamp))
+            os.replace(f'{path}.{os.getpid()}', path)
+    except Exception:   # noqa: BLE001 - then the next process takes the exclusive lock again
+        return
+
+
 def drop_stale_caches():
     """Delete numba's cached kernels of rbd_ros when any kernel source changed since they were
     written. numba checks a cached kernel against its own file only: after an upgrade that
@@ -52,31 +117,11 @@ def drop_stale_caches():
     if _numba is None:
         return
     try:
-        from numba.core import caching
-        impl = getattr(caching, 'CacheImpl', None) or getattr(caching, '_CacheImpl')
-        sources = _kernel_sources()
-        digest = hashlib.sha1()
-        for path in sources:
-            with open(path, 'rb') as handle:
-                # the file's name in the package, not its path: the same files reached through
-                # another path (colcon --symlink-install's build/ link, an editable install of
-                # that checkout) share numba's cache directory, so they share its stamp
-                name = '/'.join(path.split(os.sep)[-2:])
-                digest.update(name.encode() + b'\0' + handle.read())
-        stamp = digest.hexdigest()
-        seen, said = set(), False
-        for source in sources:
-            for locator_class in impl._locator_classes:
-                locator = locator_class.from_function(drop_stale_caches, source)
-                if locator is not None:
-                    break
-            else:
+        stamp, caches, sources = _cache_state()
+        said = False
+        for cache in caches:
+            if not os.path.isdir(cache):
                 continue
-            cache = locator.get_cache_path()
-            if cache in seen or not os.path.isdir(cache):
-                seen.add(cache)
-                continue
-            seen.add(cache)
             stamp_file = os.path.join(cache, 'rbd_ros_sources.stamp')
             try:
                 with open(stamp_file) as handle:
@@ -109,11 +154,14 @@ DEFERRED = []   # (dispatcher, signature) of each signature kernel, in DEFER_COM
 
 
 @contextlib.contextmanager
-def compile_lock():
-    """Hold an exclusive, cross-process lock while the kernels are compiled or loaded from
-    numba's cache. Three nodes started at once then compile one after the other (the first
-    fills the cache, the others load it) instead of racing on the cache files; a process killed
-    mid-compile releases the lock with its death. No-op without numba or fcntl."""
+def compile_lock(exclusive=None):
+    """Hold a cross-process lock while the kernels are compiled or loaded from numba's cache:
+    exclusive while the cache may lack them (three nodes started at once then compile one after
+    the other, the first filling the cache for the others, instead of racing on its files),
+    shared once a process has filled it (cache_is_complete: sixteen processes started together
+    then load it at once; they took turns before, 0.8 s each). ``exclusive`` forces either. A
+    process killed mid-compile releases the lock with its death. No-op without numba or
+    fcntl."""
     if _numba is None:
         yield
         return
@@ -130,14 +178,17 @@ def compile_lock():
     except OSError:  # pragma: no cover - no writable temporary directory: no lock
         yield
         return
+    if exclusive is None:
+        exclusive = not cache_is_complete()
+    mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
     with handle:
-        if not _try_lock(fcntl, handle, LOCK_QUIET_S):
+        if not _try_lock(fcntl, handle, LOCK_QUIET_S, mode):
             # another process compiles (loading the cache takes less than LOCK_QUIET_S): say
             # why this one seems to hang
             print('rbd_ros: waiting for another process to finish compiling the kernels '
                   '(`warmup` compiles them ahead of time)', file=sys.stderr, flush=True)
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX)
+                fcntl.flock(handle, mode)
             except KeyboardInterrupt:        # Ctrl-C while waiting: leave, without a traceback
                 raise SystemExit(130) from None
         try:
@@ -151,12 +202,12 @@ def compile_lock():
 LOCK_QUIET_S = 3.0
 
 
-def _try_lock(fcntl, handle, seconds):
+def _try_lock(fcntl, handle, seconds, mode):
     """Take the lock within ``seconds`` (polling); False if another process still holds it."""
     deadline = time.monotonic() + seconds
     while True:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, mode | fcntl.LOCK_NB)
             return True
         except OSError:
             if time.monotonic() >= deadline:
@@ -348,5 +399,6 @@ def first_failure(statuses):
     return 0
 
 
-with compile_lock():     # before any kernel is compiled or loaded
-    drop_stale_caches()
+if not cache_is_complete():     # (a complete cache is of these very sources: nothing stale)
+    with compile_lock(exclusive=True):     # before any kernel is compiled or loaded
+        drop_stale_caches()
