@@ -116,10 +116,31 @@ SLOW = {
 }
 
 
-def _is_slow(item):
+#: `ros` tests whose ROS 2 side another test already covers on every distribution: what they
+#: check beyond it is the same whatever the distribution (the docs' text, the benchmarks'
+#: harnesses, the offline analysis, a control law's quality). Marked `one_distro`: CI runs
+#: them on Kilted and leaves them out of its Jazzy run (.ci/run), which has the node, wire,
+#: echo, launch and simulator tests. Seconds measured as SLOW's.
+ONE_DISTRO = {
+    'test_docs_commands.py',                 # 95: every command of the docs
+    'test_benchmarks.py::test_node_bench_smoke',                # 49
+    'test_benchmarks.py::test_campaign_smoke',                  # 20
+    'test_benchmarks.py::test_analyze_bench_smoke',             # 18
+    'test_benchmarks.py::test_sim_node_bench_smoke',            # 9
+    'test_analyze.py',                       # 27: the analysis of logs (rclpy writes them)
+    'test_analyze_legged.py',                # 24: the nodes' part is test_ros_legged.py's
+    'test_ros_feedforward.py::test_an_unknown_payload_feedback_laws_beat_feedforward_alone',  # 16
+}
+
+
+def _listed(item, names):
     name = item.path.name
-    return name in SLOW or item.nodeid.split('/')[-1] in SLOW \
-        or item.nodeid.split('/')[-1].split('[')[0] in SLOW
+    return name in names or item.nodeid.split('/')[-1] in names \
+        or item.nodeid.split('/')[-1].split('[')[0] in names
+
+
+def _is_slow(item):
+    return _listed(item, SLOW)
 
 
 @pytest.hookimpl(tryfirst=True)     # before -m deselects by them
@@ -130,6 +151,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.ros)
         if _is_slow(item):
             item.add_marker(pytest.mark.slow)
+        if _listed(item, ONE_DISTRO):
+            item.add_marker(pytest.mark.one_distro)
 
 
 # ---- numba cache warm-up -----------------------------------------------------------------

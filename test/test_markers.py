@@ -42,3 +42,12 @@ def test_every_slow_entry_names_a_test():
     for entry in conftest.SLOW:
         assert any(i.split('/')[-1].split('[')[0] == entry or i.split('/')[-1] == entry
                    or i.split('/')[-1].split('::')[0] == entry for i in ids), entry
+
+
+def test_every_one_distro_entry_names_a_ros_test():
+    """CI's Jazzy run leaves out `one_distro`: each entry is a `ros` test that exists."""
+    done, ids = collect('-m', 'one_distro and ros', 'test')
+    assert done.returncode == 0, done.stdout + done.stderr
+    for entry in conftest.ONE_DISTRO:
+        assert any(i.split('/')[-1].split('[')[0] == entry or i.split('/')[-1] == entry
+                   or i.split('/')[-1].split('::')[0] == entry for i in ids), entry

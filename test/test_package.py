@@ -14,7 +14,7 @@ ROSDEP = {'numpy': 'python3-numpy', 'numba': 'python3-numba', 'lxml': 'python3-l
 # The offline analysis (rbd_ros/analysis, `python -m rbd_ros analyze`) is a pip extra
 # (setup.py's `analyze`: rosbags and dask have no rosdep keys); the nodes never import it.
 # lz4 and backports (.zstd) decompress MCAP chunks (rosbags' own dependencies).
-ANALYSIS_ONLY = {'rosbags', 'dask', 'distributed', 'lz4', 'backports'}
+ANALYSIS_ONLY = {'rosbags', 'dask', 'lz4', 'backports'}   # (dask: dask.distributed, for --scheduler)
 #: modules of a later Python's standard library (compression.zstd: 3.14)
 LATER_STDLIB = {'compression'}
 
