@@ -31,8 +31,8 @@ setup(
         # pin (Pinocchio) is the test oracle; example-robot-data the corpus of public robots;
         # mujoco only for the simulator's side-by-side benchmark (benchmarks/sim_bench.py);
         # colcon builds the package as a ROS workspace does (test_ros_startup)
-        'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'example-robot-data==6.0.0',
-                 'scipy', 'mujoco', 'colcon-common-extensions'],
+        'test': ['pytest', 'pytest-timeout', 'pytest-xdist', 'hypothesis', 'pin',
+                 'example-robot-data==6.0.0', 'scipy', 'mujoco', 'colcon-common-extensions'],
     },
     zip_safe=True,
     maintainer='rbd_ros maintainers',

@@ -74,7 +74,7 @@ if [[ ! -x $PY ]]; then
 fi
 echo "$DISTRO" >"$VENV/.rbd_ros_distro"
 
-IMPORT_CHECK='import rbd_ros, rclpy, numpy, lxml, numba, yaml, pytest, hypothesis, pinocchio, matplotlib, scipy, rosbags, distributed, xacro
+IMPORT_CHECK='import rbd_ros, rclpy, numpy, lxml, numba, yaml, pytest, xdist, hypothesis, pinocchio, matplotlib, scipy, rosbags, distributed, xacro
 import sensor_msgs.msg, geometry_msgs.msg, std_msgs.msg, trajectory_msgs.msg, diagnostic_msgs.msg
 import std_srvs.srv, nav_msgs.msg, rosgraph_msgs.msg'
 

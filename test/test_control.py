@@ -219,6 +219,32 @@ def test_the_observer_s_compiled_step_is_its_formula():
     assert not observer.enabled
 
 
+@pytest.mark.parametrize('seed', [3, 11])
+def test_the_observer_s_one_call_equals_the_core_s_entry_points(seed):
+    """observer_update (M, n and the step in one compiled call over the handle) gives the same
+    bits as mass_matrix and nonlinear_effects then the step, on random trees of every joint
+    type with a floating base; a model with mimic joints takes the entry points."""
+    model = rbd.Model.from_urdf(random_urdf(seed, n_links=9), floating_base=True)
+    fused, plain = MomentumObserver(model, 30.0), MomentumObserver(model, 30.0)
+    assert fused._fused and model.direct
+    plain._fused = False
+    rng = np.random.default_rng(seed)
+    for k in range(200):
+        q = model.random_configuration(rng)
+        v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        dt = None if k == 0 else 1e-3
+        assert np.array_equal(fused.update(q, v, tau, dt), plain.update(q, v, tau, dt))
+    with pytest.raises(ValueError, match='does not fit the model'):
+        fused.update(np.zeros(model.nq + 1), np.zeros(model.nv), np.zeros(model.nv), 1e-3)
+    mimic = rbd.Model.from_urdf(random_urdf(seed, mimic=True))
+    if mimic.has_mimic:
+        observer = MomentumObserver(mimic, 30.0)
+        assert not observer._fused
+        q = mimic.random_configuration(rng)
+        observer.update(q, np.ones(mimic.nv), np.zeros(mimic.nv), None)
+        assert np.all(np.isfinite(observer.update(q, np.ones(mimic.nv), np.zeros(mimic.nv), 1e-3)))
+
+
 def _driven_arm(model, seconds, external):
     """The arm under a drive torque held over each 1 ms period (gravity + a wobble of 1.5 N m),
     RK4 at 0.1 ms, plus ``external(t)``: samples (t, q, v, held tau, tau_ext) at 1 kHz."""

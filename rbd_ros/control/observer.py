@@ -34,7 +34,10 @@ from __future__ import annotations
 import numpy as np
 
 import rbd_ros.dynamics as rbd
-from rbd_ros.dynamics._jit import compile_lock, kernel
+from rbd_ros.dynamics._jit import JIT_ENABLED, compile_lock, kernel
+from rbd_ros.dynamics.crba import crba
+from rbd_ros.dynamics.entry_points import model_tables, no_external_wrench
+from rbd_ros.dynamics.rnea import rnea
 
 from .laws import FRICTION_SMOOTHING
 
@@ -44,10 +47,12 @@ class MomentumObserver:
     rows then carry the external wrench on the base, in its frame). ``gain``: K in 1/s, one
     value or one per velocity.
 
-    :meth:`update` runs at the sensor's rate (1 kHz in dynamics_node): M(q) and n(q, v) from
-    the core's direct entry points, the rest in one compiled step (:func:`observer_step`) over
-    arrays allocated here once; r is updated in place, and so is ``peak``: the largest |r| per
-    velocity since the observer was made or :meth:`reset_peak` (``peaked``: any since)."""
+    :meth:`update` runs at the sensor's rate (1 kHz in dynamics_node): M(q), n(q, v) and the
+    step in one compiled call (:func:`observer_update`: the core's CRBA and RNEA kernels over
+    the workspace's handle, then :func:`observer_step`) over arrays allocated here once; r is
+    updated in place, and so is ``peak``: the largest |r| per velocity since the observer was
+    made or :meth:`reset_peak` (``peaked``: any since). A model with mimic joints (whose
+    public coordinates are not the kernels') takes the core's entry points instead."""
 
     def __init__(self, model: rbd.Model, gain):
         self.model = model
@@ -62,13 +67,19 @@ class MomentumObserver:
         # peak; M)
         self._state = np.zeros((STATE_ROWS, n))
         self._M = np.zeros((n, n))
+        # M and n of the sample (the fused call's outputs), and the zero acceleration its RNEA
+        # takes
+        self._M_now, self._n_now, self._zero = np.zeros((n, n)), np.zeros(n), np.zeros(n)
+        self._fused = JIT_ENABLED and model.direct
         self.gain = self._consts[C_GAIN]            # (views: set in place)
         self.r = self._state[S_R]
         self.peak = self._state[S_PEAK]
         self.peaked = False
         self._started = False
         self.set_gain(gain)
-        warm_up()       # compiled (or loaded from numba's cache) here, not on the first sample
+        with compile_lock():   # compiled (or loaded from numba's cache) here, not on a sample
+            self.update(model.neutral(), np.zeros(n), np.zeros(n), None)
+        self.reset()
 
     def set_gain(self, gain) -> None:
         """K (1/s), one value or one per velocity; 0 everywhere turns the observer off
@@ -89,13 +100,21 @@ class MomentumObserver:
     def update(self, q, v, tau, dt: float | None) -> np.ndarray:
         """The external torques r after a sample (q, v, measured tau), dt s after the previous
         one (None: the first sample). Returns ``self.r``, overwritten by the next update."""
-        model, d = self.model, self.data
-        M = rbd.mass_matrix(model, q, data=d)
-        n = rbd.nonlinear_effects(model, q, v, data=d)
         # (0: the first sample, which sets p(0))
         step = float(dt) if dt is not None and self._started else 0.0
-        observer_step(M, n, np.asarray(v, dtype=float), np.asarray(tau, dtype=float),
-                      self._consts, self._state, self._M, step)
+        if self._fused:
+            status = observer_update(self.data.handle, q, v, tau, self._zero, self._consts,
+                                     self._state, self._M, self._M_now, self._n_now, step)
+            if status != 0:
+                raise ValueError(f'observer: the sample does not fit the model (status '
+                                 f'{status}: {len(q)} positions, {len(v)} velocities for '
+                                 f'nq {self.model.nq}, nv {self.model.nv})')
+        else:
+            model, d = self.model, self.data
+            M = rbd.mass_matrix(model, q, data=d)
+            n = rbd.nonlinear_effects(model, q, v, data=d)
+            observer_step(M, n, np.asarray(v, dtype=float), np.asarray(tau, dtype=float),
+                          self._consts, self._state, self._M, step)
         self.peaked = self.peaked or step != 0.0
         self._started = True
         return self.r
@@ -149,11 +168,29 @@ def observer_step(M, n, v, tau, consts, state, M_prev, dt):
             M_prev[i, j] = M[i, j]
 
 
+@kernel
+def observer_update(h, q, v, tau, a0, consts, state, M_prev, M, n, dt):
+    """One sample in one call: M(q) (CRBA) and n(q, v) (RNEA at a0 = 0) into ``M`` and ``n``
+    from the workspace behind the handle ``h``, then :func:`observer_step`. Returns the core's
+    status (0: the sample fits the model; otherwise nothing was updated)."""
+    body_int, body_float, ws = model_tables(h)
+    status = crba(body_int, body_float, ws, q, M)
+    if status == 0:
+        status = rnea(body_int, body_float, ws, q, v, a0, no_external_wrench(h), n)
+    if status == 0:
+        observer_step(M, n, v, tau, consts, state, M_prev, dt)
+    return status
+
+
 def warm_up() -> None:
-    """Compile (or load from numba's cache) :func:`observer_step`: one specialisation serves
-    every model (``warmup`` runs this; a MomentumObserver does it when it is made)."""
-    z, zz = np.zeros(1), np.zeros((1, 1))
+    """Compile (or load from numba's cache) :func:`observer_update` and :func:`observer_step`:
+    one specialisation serves every model (``warmup`` runs this; a MomentumObserver does it
+    when it is made)."""
+    import os
+    arm = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'robots', 'rbd_arm7.urdf')
+    MomentumObserver(rbd.Model.from_urdf(arm), 1.0)
     with compile_lock():
+        z, zz = np.zeros(1), np.zeros((1, 1))
         observer_step(zz, z, z, z, np.ones((CONST_ROWS, 1)), np.zeros((STATE_ROWS, 1)),
                       np.zeros((1, 1)), 0.0)
 

@@ -33,8 +33,8 @@ if _numba is not None and not os.environ.get('NUMBA_THREADING_LAYER'):
     _numba.config.THREADING_LAYER = 'forksafe'
 
 #: the packages whose kernels are cached: a kernel calls helpers of other files, but numba keys
-#: its cache on the kernel's own file only
-KERNEL_PACKAGES = ('dynamics', 'simulation')
+#: its cache on the kernel's own file only (control: the observer's step runs the CRBA and RNEA)
+KERNEL_PACKAGES = ('dynamics', 'simulation', 'control')
 
 
 def _kernel_sources():
