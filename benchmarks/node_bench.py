@@ -661,10 +661,10 @@ OUTPUT_ROWS = (
 )
 #: the rows of the observer off and the defaults (unread, read)
 OFF_ROW, DEFAULTS_UNREAD_ROW, DEFAULTS_ROW = 0, 1, 2
-#: relays of bytes (raw subscription, the same bytes published): on 2 topics, and on 3 whose
-#: third nobody reads: what rclpy and DDS take for one more output (the floor under a row that
-#: adds one), without any Python message
-RAW_RELAYS = (('raw2', 2), ('raw3', 3))
+#: relays of bytes (raw subscription, the same bytes published): on 2 topics, on 3 whose third
+#: nobody reads, and on 3 whose third the driver reads: what rclpy and DDS take for one more
+#: output, unread and read (the floor under a row that adds one), without any Python message
+RAW_RELAYS = (('raw2', 2, False), ('raw3', 3, False), ('raw3read', 3, True))
 #: the issue-33 targets: CPU of the defaults against the same node with the observer off, and
 #: of the defaults alone (% of one core, what the node took before the observer existed)
 CPU_TARGETS = {'defaults_over_observer_off': 1.10, 'defaults_pct': 28.0}
@@ -713,12 +713,15 @@ def cpu_phase(driver: Driver, tmp: str, names: list[str], *, warmup: float, dura
     try:
         children['relay'] = Child(relay_argv, os.path.join(tmp, 'cpu_relay.log'))
         wait_first(driver, children['relay'], 'relay', counts['relay'][RELAY_OUT], 60)
-        for target, outputs in RAW_RELAYS:   # rclpy's floor for bytes in and out
+        for target, outputs, third_read in RAW_RELAYS:   # rclpy's floor for bytes in and out
             ns = f'/bench_{target}'
             driver.add_target(target, ns + RELAY_IN)
             counts[target] = {ns + RELAY_OUT: driver.listen(types['JointState'], ns + RELAY_OUT),
                               ns + RELAY_OUT_2: driver.count(types['JointState'],
                                                              ns + RELAY_OUT_2)}
+            if third_read:
+                third = f'{ns}/{RELAY_NODE}/joint_states_3'
+                counts[target][third] = driver.count(types['JointState'], third)
             children[target] = Child(relay_argv + ['--relay-raw', '--relay-outputs',
                                                    str(outputs), '--relay-namespace', ns],
                                      os.path.join(tmp, f'cpu_{target}.log'))
@@ -800,9 +803,10 @@ def report_cpu(info: dict, result: dict, baseline: str | None, out=print) -> lis
     rows = [['bare rclpy relay: each input republished on 2 topics (typed messages)', '2']
             + sum(([fmt(relay['cpu_pct'], 1), ''] for _ in variants), [])
             + [fmt(min(relay['received'].values()), 3), '']]
-    for (target, outputs), label in zip(RAW_RELAYS, (
+    for (target, outputs, _), label in zip(RAW_RELAYS, (
             'rclpy relay of bytes (raw in, the same bytes out) on 2 topics',
-            '... on 3 topics, the third unread (one more output: rclpy and DDS alone)')):
+            '... on 3 topics, the third unread (one more output: rclpy and DDS alone)',
+            '... on 3 topics, the third read (one more output, delivered)')):
         p = result[target]
         added = '' if target == RAW_RELAYS[0][0] else \
             f"{p['cpu_pct'] - result[RAW_RELAYS[0][0]]['cpu_pct']:+.1f}"
@@ -847,6 +851,11 @@ def report_cpu(info: dict, result: dict, baseline: str | None, out=print) -> lis
                         f"{verdict(cpu < CPU_TARGETS['defaults_pct'])})")
         out(f"{'baseline' if v == 'base' else 'this tree'}, the defaults: " + '; '.join(said)
             + '.')
+    floor = result['raw3read']['cpu_pct'] - result['raw2']['cpu_pct']
+    read_added = by[('now', DEFAULTS_ROW)]['cpu_pct'] - by[('now', OFF_ROW)]['cpu_pct']
+    out(f"Of the read defaults' {read_added:+.1f} points over the observer off, one delivered "
+        f"output costs rclpy and DDS alone {floor:+.1f} (the relay of bytes' third topic, read); "
+        f"the observer and its message, the rest ({read_added - floor:+.1f}).")
     if baseline:
         out(f"The defaults of this tree against the baseline's observer off (the node before "
             f"the observer), same run: {by[('now', DEFAULTS_UNREAD_ROW)]['cpu_pct']:.1f}% unread, "
