@@ -36,12 +36,17 @@ def test_not_ros_collects_the_same_tests_without_rclpy(tmp_path):
     assert not [i for i in ids_with if '/test_ros_' in i]
 
 
+def names_a_test(entry, ids):
+    """Whether a list entry (a file, a test, a test without its parameters) is among ``ids``."""
+    return any(i.split('/')[-1].split('[')[0] == entry or i.split('/')[-1] == entry
+               or i.split('/')[-1].split('::')[0] == entry for i in ids)
+
+
 def test_every_slow_entry_names_a_test():
     done, ids = collect('-m', 'slow', 'test')
     assert done.returncode == 0, done.stdout + done.stderr
     for entry in conftest.SLOW:
-        assert any(i.split('/')[-1].split('[')[0] == entry or i.split('/')[-1] == entry
-                   or i.split('/')[-1].split('::')[0] == entry for i in ids), entry
+        assert names_a_test(entry, ids), entry
 
 
 def test_every_one_distro_entry_names_a_ros_test():
@@ -49,5 +54,4 @@ def test_every_one_distro_entry_names_a_ros_test():
     done, ids = collect('-m', 'one_distro and ros', 'test')
     assert done.returncode == 0, done.stdout + done.stderr
     for entry in conftest.ONE_DISTRO:
-        assert any(i.split('/')[-1].split('[')[0] == entry or i.split('/')[-1] == entry
-                   or i.split('/')[-1].split('::')[0] == entry for i in ids), entry
+        assert names_a_test(entry, ids), entry

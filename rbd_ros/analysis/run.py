@@ -155,10 +155,6 @@ class Cluster:
         self.client.close()
 
 
-def _ready():
-    return os.getpid()
-
-
 class LocalWorkers:
     """``workers`` processes of this machine, each running one task at a time on one numba
     thread, forked from a fork server that has loaded what a task needs (preload.py): a
@@ -186,7 +182,7 @@ class LocalWorkers:
                 ctx = multiprocessing.get_context('spawn')
             self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.workers,
                                                                mp_context=ctx)
-            self.pool.submit(_ready).result()    # the fork server starts now, in WORKER_ENV
+            self.pool.submit(os.getpid).result()  # the fork server starts now, in WORKER_ENV
         finally:
             for key, value in saved.items():
                 if value is None:
@@ -220,20 +216,29 @@ def run_dask(cluster, arguments, urdf_text, options, progress, tell):
         missing += [(argument, reason) for _, reason in absent]
     progress.set_logs(paths)
     futures = {client.submit(worker_task, os.path.abspath(path), urdf_text, options,
-                                     pure=False): os.path.abspath(path) for path in paths}
+                             pure=False): os.path.abspath(path) for path in paths}
     by_path = {}
     for future in as_completed(futures):
         path = futures[future]
         try:
             result = future.result()
         except Exception as exc:     # noqa: BLE001 - a worker that died, a bug
-            result = LogResult(path=path, status='skipped',
-                               reason=f'failed on its worker: {type(exc).__name__}: {exc}')
-        result.path = shown.get(path, path)           # as the user named it
-        by_path[path] = result
-        progress.done(result.path, result)
-        tell(result)
+            result = _failed(path, f'{type(exc).__name__}: {exc}')
+        _record(result, path, shown.get(path, path), by_path, progress, tell)
     return [by_path[os.path.abspath(p)] for p in paths], missing
+
+
+def _failed(path, why):
+    return LogResult(path=path, status='skipped', reason=f'failed on its worker: {why}')
+
+
+def _record(result, path, shown, by_path, progress, tell):
+    """A log's result, done: named as the user named it, kept under its absolute path,
+    counted and told."""
+    result.path = shown
+    by_path[path] = result
+    progress.done(result.path, result)
+    tell(result)
 
 
 def run_local(local, paths, urdf_text, options, progress, tell):
@@ -260,15 +265,10 @@ def run_local(local, paths, urdf_text, options, progress, tell):
                 if attempt == 1:
                     broken.append(path)
                     continue
-                result = LogResult(path=path, status='skipped', reason='failed on its worker: '
-                                   f'a worker process died, twice ({exc})')
+                result = _failed(path, f'a worker process died, twice ({exc})')
             except Exception as exc:     # noqa: BLE001 - a bug
-                result = LogResult(path=path, status='skipped',
-                                   reason=f'failed on its worker: {type(exc).__name__}: {exc}')
-            result.path = shown[path]                   # as the user named it
-            by_path[path] = result
-            progress.done(result.path, result)
-            tell(result)
+                result = _failed(path, f'{type(exc).__name__}: {exc}')
+            _record(result, path, shown[path], by_path, progress, tell)
         if not broken:
             break
         pending = [p for p in pending if p in broken]

@@ -67,9 +67,8 @@ class MomentumObserver:
         # peak; M)
         self._state = np.zeros((STATE_ROWS, n))
         self._M = np.zeros((n, n))
-        # M and n of the sample (the fused call's outputs), and the zero acceleration its RNEA
-        # takes
-        self._M_now, self._n_now, self._zero = np.zeros((n, n)), np.zeros(n), np.zeros(n)
+        # M and n of the sample (the fused call's outputs)
+        self._M_now, self._n_now = np.zeros((n, n)), np.zeros(n)
         self._fused = JIT_ENABLED and model.direct
         self.gain = self._consts[C_GAIN]            # (views: set in place)
         self.r = self._state[S_R]
@@ -103,7 +102,7 @@ class MomentumObserver:
         # (0: the first sample, which sets p(0))
         step = float(dt) if dt is not None and self._started else 0.0
         if self._fused:
-            status = observer_update(self.data.handle, q, v, tau, self._zero, self._consts,
+            status = observer_update(self.data.handle, q, v, tau, self.data.zero_v, self._consts,
                                      self._state, self._M, self._M_now, self._n_now, step)
             if status != 0:
                 raise ValueError(f'observer: the sample does not fit the model (status '
