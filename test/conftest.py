@@ -2,7 +2,8 @@
 
 Markers (registered in pytest.ini, --strict-markers): ``ros`` is applied here to every test
 that needs rclpy (ROS_FILES, test_ros_*.py, any test using the ``ros`` fixture; a few others
-carry it explicitly), ``slow`` to the tests listed in SLOW. When a run includes tests that
+carry it explicitly), ``slow`` to the tests listed in SLOW, ``one_distro`` and ``alone`` to
+those in ONE_DISTRO and ALONE (scripts/test.sh and .ci/run say what they do). When a run includes tests that
 start rbd_ros in a subprocess or a node (WARM_FILES, ``ros``), numba's cache is warmed once
 with ``python -m rbd_ros.warmup`` (2-4 s when warm, about a minute cold on 2 cores): before
 collection when the command line names a directory or such a file, else once the selected
@@ -133,6 +134,39 @@ ONE_DISTRO = {
 }
 
 
+#: `ros` tests whose checks read the clock: a rate, a latency, a CPU share, real time, a closed
+#: loop over DDS (a controller's gains against its messages' delay), a period of silence.
+#: Marked `alone`: scripts/test.sh runs them one at a time after the other `ros` tests, which
+#: run on three processes (they start nodes and wait for what those say, with timeouts; the
+#: offline analysis and its logs recorded in lockstep are there too).
+ALONE = {
+    'test_benchmarks.py::test_node_bench_smoke',
+    'test_benchmarks.py::test_sim_node_bench_smoke',
+    'test_benchmarks.py::test_campaign_smoke',
+    'test_ros_sim.py',
+    'test_ros_observer.py',
+    'test_ros_feedforward.py',
+    'test_ros_fast_path.py',             # counts over 1,000 messages sent at 1 kHz
+    'test_ros_linearization.py',
+    'test_ros_legged.py::test_solo12_stands_for_10_s_in_closed_loop_with_dynamics_node',
+    'test_ros_legged.py::test_a_free_box_falls_lands_and_reports_its_base_and_contacts',
+    'test_ros_legged.py::test_reset_and_set_base_state_cover_the_base',
+    'test_ros_legged.py::test_the_ur5_wrist_settles_on_a_position_command_with_the_default_gains',
+    'test_ros_legged.py::test_a_contact_blow_up_is_a_divergence_like_any_other',
+    'test_ros_bringup.py::test_demo_runs_and_summarises',
+    'test_ros_bringup.py::test_ankle_demo_holds_the_foot_where_a_tree_ignoring_the_loops_lets_it_fall',
+    'test_ros_startup.py::test_sim_node_without_commands_keeps_real_time_and_stops_on_ctrl_c',
+    'test_ros_startup.py::test_a_node_that_cannot_keep_its_rate_still_stops_on_ctrl_c',
+    # (checks that nothing writes numba's cache while it runs)
+    'test_ros_startup.py::test_a_colcon_symlink_install_starts_from_the_warm_cache',
+    'test_ros_loops.py::test_sim_node_simulates_the_ankle_from_its_motors_and_publishes_every_joint',
+    'test_ros_dynamics.py::test_gravity_commands_and_stale_input',
+    'test_ros_dynamics.py::test_nodes_say_what_they_wait_for_and_what_is_stale',
+    'test_ros_frames.py::test_publish_frequency_and_bad_input',
+    'test_ros_descriptions.py::test_diagnostics_period_is_a_parameter_of_every_node',
+    'test_simulation_solver.py::test_sim_node_reports_unconverged_solves_in_diagnostics',
+}
+
 def _listed(item, names):
     name = item.path.name
     return name in names or item.nodeid.split('/')[-1] in names \
@@ -153,6 +187,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if _listed(item, ONE_DISTRO):
             item.add_marker(pytest.mark.one_distro)
+        if _listed(item, ALONE):
+            item.add_marker(pytest.mark.alone)
 
 
 # ---- numba cache warm-up -----------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The markers of pytest.ini as conftest.py applies them: ``-m "not ros"`` collects without rclpy
-(the same tests as with it: none of them needs it), and every SLOW entry names a test."""
+(the same tests as with it: none of them needs it), and every SLOW, ONE_DISTRO and ALONE entry
+names a test."""
 import os
 import pathlib
 import subprocess
@@ -54,4 +55,13 @@ def test_every_one_distro_entry_names_a_ros_test():
     done, ids = collect('-m', 'one_distro and ros', 'test')
     assert done.returncode == 0, done.stdout + done.stderr
     for entry in conftest.ONE_DISTRO:
+        assert names_a_test(entry, ids), entry
+
+
+def test_every_alone_entry_names_a_ros_test():
+    """scripts/test.sh runs the `alone` tests one at a time: each entry is a `ros` test that
+    exists (a misspelt entry would leave a clock-reading test on two processes)."""
+    done, ids = collect('-m', 'alone and ros', 'test')
+    assert done.returncode == 0, done.stdout + done.stderr
+    for entry in conftest.ALONE:
         assert names_a_test(entry, ids), entry
