@@ -134,26 +134,24 @@ ONE_DISTRO = {
 }
 
 
-#: `ros` tests whose checks read the clock: a rate, a latency, a CPU share, real time, a closed
-#: loop over DDS (a controller's gains against its messages' delay), a period of silence.
-#: Marked `alone`: scripts/test.sh runs them one at a time after the other `ros` tests, which
-#: run on three processes (they start nodes and wait for what those say, with timeouts; the
-#: offline analysis and its logs recorded in lockstep are there too).
+#: `ros` tests whose checks read the clock: a rate, a latency, a CPU share, real time, a
+#: command timeout, a period of silence. Marked `alone`: scripts/test.sh runs them one at a
+#: time after the other `ros` tests, which run on three processes: those start nodes and wait,
+#: with timeouts, for what the nodes say, or run a closed loop in lockstep (sim_node advances
+#: when the controller answers: the same run however loaded the machine is, only slower).
 ALONE = {
     'test_benchmarks.py::test_node_bench_smoke',
     'test_benchmarks.py::test_sim_node_bench_smoke',
     'test_benchmarks.py::test_campaign_smoke',
     'test_ros_sim.py',
     'test_ros_observer.py',
-    'test_ros_feedforward.py',
     'test_ros_fast_path.py',             # counts over 1,000 messages sent at 1 kHz
-    'test_ros_linearization.py',
-    'test_ros_legged.py::test_solo12_stands_for_10_s_in_closed_loop_with_dynamics_node',
+    'test_ros_linearization.py::test_the_linearization_is_the_cores_of_the_state_it_names',
+    'test_ros_linearization.py::test_a_floating_base_is_linearised_on_the_whole_model',
     'test_ros_legged.py::test_a_free_box_falls_lands_and_reports_its_base_and_contacts',
     'test_ros_legged.py::test_reset_and_set_base_state_cover_the_base',
     'test_ros_legged.py::test_the_ur5_wrist_settles_on_a_position_command_with_the_default_gains',
     'test_ros_legged.py::test_a_contact_blow_up_is_a_divergence_like_any_other',
-    'test_ros_bringup.py::test_demo_runs_and_summarises',
     'test_ros_bringup.py::test_ankle_demo_holds_the_foot_where_a_tree_ignoring_the_loops_lets_it_fall',
     'test_ros_startup.py::test_sim_node_without_commands_keeps_real_time_and_stops_on_ctrl_c',
     'test_ros_startup.py::test_a_node_that_cannot_keep_its_rate_still_stops_on_ctrl_c',
