@@ -298,6 +298,10 @@ def closed_loops(pin, seconds, batch, out):
     return rows
 
 
+#: the derivatives' small batch: a few states per call, as an MPC's horizon
+SMALL_BATCH = 10
+
+
 def run_derivatives(pin, seconds, smoke, out):
     """The analytical derivatives beside Pinocchio's: per call, then batched (N states per call
     against a Python loop of Pinocchio calls that copies each result)."""
@@ -338,31 +342,33 @@ def run_derivatives(pin, seconds, smoke, out):
             t_ours, t_pin = side_by_side_us([mine, pinocchio], 2 * seconds)
             rows.append((name, label, t_ours, t_pin))
             out(f'| {name} | {label} | {t_ours:.2f} | {t_pin:.2f} | {t_ours / t_pin:.2f} |')
-        Q = np.stack([model.random_configuration(rng) for _ in range(batch)])
-        V, A = rng.normal(size=(batch, model.nv)), rng.normal(size=(batch, model.nv))
-        P = [(layout.q_to_pinocchio(Q[n]), layout.v_to_pinocchio(V[n]),
-              layout.v_to_pinocchio(A[n])) for n in range(batch)]
-        batched = [
-            ('inverse_dynamics_derivatives',
-             lambda: rbd.inverse_dynamics_derivatives(model, Q, V, A),
-             lambda: [tuple(x.copy() for x in pin.computeRNEADerivatives(pm, pd, *s))
-                      for s in P]),
-            ('forward_dynamics_derivatives',
-             lambda: rbd.forward_dynamics_derivatives(model, Q, V, A),
-             lambda: [tuple(x.copy() for x in pin.computeABADerivatives(pm, pd, *s))
-                      for s in P]),
-        ]
-        for name, mine, pinocchio in batched:
-            t_ours, t_pin = (t / batch for t in side_by_side_us([mine, pinocchio], 2 * seconds))
-            batch_rows.append((name, label, t_ours, t_pin))
+        for n_states in (batch, SMALL_BATCH):
+            Q = np.stack([model.random_configuration(rng) for _ in range(n_states)])
+            V, A = rng.normal(size=(n_states, model.nv)), rng.normal(size=(n_states, model.nv))
+            P = [(layout.q_to_pinocchio(Q[n]), layout.v_to_pinocchio(V[n]),
+                  layout.v_to_pinocchio(A[n])) for n in range(n_states)]
+            batched = [
+                ('inverse_dynamics_derivatives',
+                 lambda: rbd.inverse_dynamics_derivatives(model, Q, V, A),
+                 lambda: [tuple(x.copy() for x in pin.computeRNEADerivatives(pm, pd, *s))
+                          for s in P]),
+                ('forward_dynamics_derivatives',
+                 lambda: rbd.forward_dynamics_derivatives(model, Q, V, A),
+                 lambda: [tuple(x.copy() for x in pin.computeABADerivatives(pm, pd, *s))
+                          for s in P]),
+            ]
+            for name, mine, pinocchio in batched:
+                t_ours, t_pin = (t / n_states
+                                 for t in side_by_side_us([mine, pinocchio], 2 * seconds))
+                batch_rows.append((name, label, n_states, t_ours, t_pin))
     out('')
-    out(f'Analytical derivatives batched, N = {batch} states per call (thousand states/s; '
-        'the Pinocchio loop copies each result):')
+    out('Analytical derivatives batched, N states per call (thousand states/s; the Pinocchio '
+        'loop copies each result; N = 10 is an MPC horizon\'s worth):')
     out('')
-    out('| function | robot | rbd_ros k/s | Pinocchio loop k/s | speed-up |')
-    out('|---|---|---:|---:|---:|')
-    for name, label, t_ours, t_pin in batch_rows:
-        out(f'| {name} | {label} | {1e3 / t_ours:.1f} | {1e3 / t_pin:.1f} | '
+    out('| function | robot | N | rbd_ros k/s | Pinocchio loop k/s | speed-up |')
+    out('|---|---|---:|---:|---:|---:|')
+    for name, label, n_states, t_ours, t_pin in batch_rows:
+        out(f'| {name} | {label} | {n_states} | {1e3 / t_ours:.1f} | {1e3 / t_pin:.1f} | '
             f'{t_pin / t_ours:.2f} |')
     return rows, batch_rows
 

@@ -189,6 +189,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.alone)
 
 
+# ---- batches: both ways a parallel batch runs ------------------------------------------
+@pytest.fixture(params=['threads', 'row by row'])
+def batch_path(request, monkeypatch):
+    """A parallel batch (inverse and forward dynamics, M, gravity, their derivatives) runs on
+    numba's threads, or row by row where waking them costs more than a small batch's rows
+    (rbd_ros.dynamics.arguments.SMALL_BATCH): a test taking this fixture runs once each way,
+    whatever the batch's size and the machine's threading layer."""
+    from rbd_ros.dynamics import arguments
+    rows = request.param == 'row by row'
+    monkeypatch.setattr(arguments, 'SMALL_BATCH', 10 ** 9 if rows else 0)
+    monkeypatch.setattr(arguments, 'slow_thread_launch', lambda: rows)
+    return request.param
+
+
 # ---- numba cache warm-up -----------------------------------------------------------------
 #: files whose tests start rbd_ros in subprocesses with a timeout (besides the `ros` tests)
 WARM_FILES = {'test_benchmarks.py', 'test_inspect.py', 'test_warmup.py', 'test_readme.py',

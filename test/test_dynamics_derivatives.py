@@ -203,7 +203,7 @@ def test_derivatives_equal_finite_differences(seed):
 
 # ---- batches, arguments, errors -----------------------------------------------------------------
 @pytest.mark.parametrize('mimic', [False, True])
-def test_batches_equal_single_calls(mimic):
+def test_batches_equal_single_calls(mimic, batch_path):
     xml = random_urdf(77, n_links=7, mimic=mimic)
     model = rbd.Model.from_urdf(xml, floating_base=True)
     assert model.has_mimic == mimic

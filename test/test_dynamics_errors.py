@@ -246,7 +246,7 @@ def test_non_finite_state_is_rejected(arm, which):
         rbd.inverse_dynamics(arm, args['q'], args['v'], args['a'])
 
 
-def test_non_finite_in_a_batch_names_the_row(arm):
+def test_non_finite_in_a_batch_names_the_row(arm, batch_path):
     Q = np.zeros((4, 7))
     Q[2, 1] = np.inf
     with pytest.raises(ValueError, match=r'q contains NaN or inf \(configuration 2 of the batch\)'):

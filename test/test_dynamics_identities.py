@@ -220,7 +220,7 @@ def test_planar_joint_about_any_axis(axis):
 
 
 @pytest.mark.parametrize('seed', [1, 6])
-def test_batches_equal_single_calls(seed):
+def test_batches_equal_single_calls(seed, batch_path):
     model = _model(seed, mimic=seed == 6)
     rng = np.random.default_rng(seed)
     N = 5

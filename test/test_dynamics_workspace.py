@@ -101,7 +101,7 @@ SINGULAR_ARM = '''<robot name="singular">
 </robot>'''
 
 
-def test_singular_configuration_in_a_batch_names_its_row():
+def test_singular_configuration_in_a_batch_names_its_row(batch_path):
     """A point mass on the yaw axis (pitch = 0) cannot be turned by the yaw joint: M is
     singular there and only there."""
     model = rbd.Model.from_urdf(SINGULAR_ARM)

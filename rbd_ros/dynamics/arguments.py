@@ -7,11 +7,18 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import checks
-from ._jit import thread_count
+from ._jit import JIT_ENABLED, thread_count
 from .data import Data
 
 F64 = np.float64
 _THREAD_POOL = threading.Lock()   # batches run on numba's thread pool: one at a time
+#: a small batch (rows x values of q per row at most this) runs row by row on the calling
+#: thread, one compiled call per row, where numba's threads are its workqueue layer (TBB not
+#: installed): waking them costs about 150 us per parallel loop here (the 2-core VM: a
+#: parallel loop that does nothing takes 147 us, 1.9 us on TBB), more than a small batch's
+#: rows cost. 800: where the two cost about the same for the arm's (7 values, 100 rows) and
+#: the G1's (50 values, 16 rows) derivatives, measured on that VM
+SMALL_BATCH = 800
 
 
 def workspace(model, data):
@@ -111,9 +118,12 @@ def raise_status(status, names, batched):
 
 def run(entry, batch_entry, data, batch, names, *args, parallel=False):
     """One entry point on one configuration, or its batch version on a batch; raise on a
-    non-zero status."""
+    non-zero status. A small parallel batch runs row by row where waking numba's threads
+    costs more than its rows (SMALL_BATCH)."""
     if batch is None:
         status = entry(data.handle, *args)
+    elif parallel and batch * args[0].shape[-1] <= SMALL_BATCH and slow_thread_launch():
+        status = row_by_row(entry, data.handle, batch, args)
     elif parallel:
         with _THREAD_POOL:
             status = batch_entry(data.handle, *args, thread_count())
@@ -121,6 +131,27 @@ def run(entry, batch_entry, data, batch, names, *args, parallel=False):
         status = batch_entry(data.handle, *args)
     if status:
         raise_status(status, names, batch is not None)
+
+
+def slow_thread_launch():
+    """Whether numba's parallel loops run on its workqueue layer (known once one has run)."""
+    if not JIT_ENABLED:
+        return False
+    import numba
+    try:
+        return numba.threading_layer() == 'workqueue'
+    except ValueError:      # no parallel loop has run yet: the first batch starts the layer
+        return False
+
+
+def row_by_row(entry, handle, batch, args):
+    """A batch entry's status, computed by its single entry on each row (an argument of one
+    row, such as a shared f_ext, is every row's)."""
+    for n in range(batch):
+        status = entry(handle, *[a[n] if a.shape[0] == batch else a[0] for a in args])
+        if status:
+            return n * checks.STATUS_STRIDE + status
+    return 0
 
 
 # ---- public <-> internal coordinates (mimic joints have their own internal coordinate) ------
