@@ -340,6 +340,34 @@ def test_a_model_computes_in_another_process():
     assert np.array_equal(there, rbd.gravity_torques(model, q))
 
 
+# ---- a bound far from v* that an impact crosses ------------------------------------------
+ARM2_STOP = ARM2.replace(
+    '<joint name="shoulder" type="continuous">', '<joint name="shoulder" type="revolute">').replace(
+    '<limit effort="40" velocity="1.0"/>', '<limit effort="40" velocity="100" lower="-3" upper="0.5"/>').replace(
+    '<limit effort="40" velocity="1.5"/>', '<limit effort="40" velocity="8"/>')
+
+
+def test_an_impact_that_throws_a_joint_past_a_far_speed_limit_is_held_at_it():
+    """The horizontal two-link arm swung at 20 rad/s into its shoulder's stop (0.5 rad): the
+    stop's impulse throws the elbow, at rest against the upper arm, past its 8 rad/s speed
+    limit. A step solves first with only the bounds near v* (step.NEAR: the elbow's is 8 rad/s
+    away), then again with every bound in reach when v+ crosses one it left out: every step
+    ends with the elbow within its limit (to 1e-9) and the shoulder within its stop, and the
+    elbow does reach its limit (the impact would have taken it past)."""
+    from rbd_ros.simulation import step as S
+    model = rbd.Model.from_urdf(ARM2_STOP)
+    assert 8.0 - 0.0 > S.NEAR                  # the elbow's bound is left out at first
+    sim = Simulator(model, [0.0, 0.0], [20.0, 0.0], options=SimOptions(
+        integrator='semi_implicit_euler'))
+    fastest = 0.0
+    for _ in range(100):
+        assert sim.step(np.zeros(2))
+        assert abs(sim.v[1]) <= 8.0 + 1e-9, sim.v
+        assert sim.q[0] <= 0.5 + 1e-9, sim.q
+        fastest = max(fastest, abs(sim.v[1]))
+    assert fastest > 8.0 - 1e-6
+
+
 # ---- a quadruped falls over ------------------------------------------------------------------
 @pytest.mark.parametrize('integrator', ['rk4', 'semi_implicit_euler'])
 def test_a_quadruped_dropped_on_its_side_comes_to_rest(integrator):

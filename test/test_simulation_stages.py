@@ -170,7 +170,8 @@ def test_joint_rows_keep_each_joint_inside_its_limits_in_the_step(integrator):
     v_free = np.array([s['v'] for s in SITUATIONS])
     remembered = np.arange(1.0, 8.0) * 0.01
     rf, ri, J, nz = fields(sim)
-    rows = S.joint_rows(sim._si, sim._sf, q_free, v_free, rf, ri, J, nz, remembered, 0)
+    rows = S.joint_rows(sim._si, sim._sf, q_free, v_free, rf, ri, J, nz, remembered, S.REACH,
+                        0)
     assert rows == 6                                # the last joint: none
     reach = theta * DT
     want = [(-math.inf, 3.0 + 0.001 / reach, 0), (-2.0 - 0.0005 / reach, math.inf, 0),
@@ -192,7 +193,8 @@ def test_joint_rows_keep_each_joint_inside_its_limits_in_the_step(integrator):
     # friction off: the friction-only joint has no row left
     off = Simulator(model, options=SimOptions(integrator=integrator, friction=False))
     rf, ri, J, nz = fields(off)
-    assert S.joint_rows(off._si, off._sf, q_free, v_free, rf, ri, J, nz, remembered, 0) == 5
+    assert S.joint_rows(off._si, off._sf, q_free, v_free, rf, ri, J, nz, remembered, S.REACH,
+                        0) == 5
     # ... and the place of equality rows adds none in a tree
     assert S.equality_rows(off.data.handle, off._si, off._sf, q_free, v_free, rf, ri, J, nz,
                            off._work, 5) == 5
@@ -256,7 +258,8 @@ def test_spring_mode_limits_are_soft_rows_of_the_documented_law():
         assert rf[L.ROW_LO, r] == -np.inf and rf[L.ROW_HI, r] == np.inf
     # ... and the joint rows leave them to the springs (no friction, speeds out of REACH)
     rf, ri, J, nz = fields(sim)
-    assert S.joint_rows(sim._si, sim._sf, q_free, v_free, rf, ri, J, nz, np.zeros(3), 0) == 0
+    assert S.joint_rows(sim._si, sim._sf, q_free, v_free, rf, ri, J, nz, np.zeros(3), S.REACH,
+                        0) == 0
 
 
 def test_effort_rows_take_back_what_a_drive_gave_up():
@@ -605,7 +608,7 @@ def stages(sim, q, v, tau=None):
     q_free, v_free = work_vector(sim, L.W_Q_FREE, model.nq), work_vector(sim, L.W_V_FREE, nv)
     assert SM.smooth_step(h, si, sf, q, v, tau, sim._f_ext, q_free, v_free, work) == 0
     rf, ri, J, nz = fields(sim)
-    rows = S.joint_rows(si, sf, q_free, v_free, rf, ri, J, nz, np.zeros(nv), 0)
+    rows = S.joint_rows(si, sf, q_free, v_free, rf, ri, J, nz, np.zeros(nv), S.REACH, 0)
     rows = S.drive_rows(si, sf, sim._command, tau, q_free, v_free, rf, ri, J, nz, rows)
     rows = S.effort_rows(si, sf, sim._command, tau, rf, ri, J, nz, rows)
     out = np.zeros(nv + L.OUT_COLS * len(sim.points))

@@ -11,7 +11,8 @@ A step of dt from (q, v), in stages (``step``):
 3. rows        the constraint rows at q*, each a direction J_r in velocity space and a law
                (solver.py), in this order:
                  joint rows     a joint's Coulomb friction, position limits (the step ends
-                                within them) and speed limits: LIMIT
+                                within them) and speed limits: LIMIT; the bounds NEAR v*
+                                first, all within REACH when v+ crosses one left out
                  drive rows     a drive's PD toward its position and velocity command,
                                 implicit in both, within its effort limit: SOFT
                  effort rows    a drive that gave up effort at its speed limit earlier in
@@ -89,6 +90,11 @@ from .solver import AT_HI, AT_LO, LIMIT_REGULARISATION, STICK_COMPLIANCE, cost, 
 #: rad/s (m/s): a joint's speed change in one step beyond which its limits are left out of the
 #: step's rows (they cannot bind; the rows stay few)
 REACH = 100.0
+#: rad/s (m/s): a step first solves with only the bounds this near v* (a joint at rest far
+#: from its limits has no row: a G1 lying still kept 24 speed-limit rows of 20-37 rad/s that
+#: cost 9 of its 69 us a step); when v+ crosses a bound so left out (an impact), the step
+#: solves again with every bound within REACH
+NEAR = 5.0
 #: times at most a step is made again with the efforts the drives give up at their speed limits
 #: (the first gives up what the impulse says; each later one the smooth step's rest, about 1e-3
 #: of the last: three reach 1e-10 of a speed)
@@ -137,42 +143,52 @@ def unit_row(J, nz, ri, r, i):
 
 
 # ---- 3. rows ----------------------------------------------------------------------------------
-@kernel
-def joint_rows(si, sf, q_free, v_free, rf, ri, J, nz, remembered, rows):
-    """LIMIT rows: each joint's friction, position bounds and speed limits; its multiplier
-    warm-started from the impulse it took in the last step (``remembered``)."""
-    nv, dt = si[L.NV], sf[L.DT]
+@inline_kernel
+def joint_bounds(si, sf, q_free, v_free, k):
+    """(i, lo, hi, speed, friction): joint k's bounds on v+ (its position limits as the step
+    ends within them, its speed limits; ROW_SPEED's bits say which are speed limits) and its
+    Coulomb friction."""
+    dt = sf[L.DT]
     theta = 0.5 if si[L.RK4] == 1 else 1.0
-    rv, rq, lim = si[L.ROWS_V_AT], si[L.ROWS_Q_AT], si[L.ROW_LIMITS_AT]
-    constrained = si[L.POSITION_LIMITS] == 0
+    lim = si[L.ROW_LIMITS_AT]
+    i, qi = si[si[L.ROWS_V_AT] + k], si[si[L.ROWS_Q_AT] + k]
+    lower_gap = q_free[qi] - sf[lim + 4 * k]           # > 0 inside
+    upper_gap = sf[lim + 4 * k + 1] - q_free[qi]
+    friction = sf[lim + 4 * k + 3] if si[L.FRICTION] == 1 else 0.0
+    lo, hi = -math.inf, math.inf
+    speed = 0
+    if si[L.POSITION_LIMITS] == 0:  # end the step within the limits: q+ = q* + theta dt (v+ - v*)
+        if lower_gap < 0.0:     # crossed in the step: it stops (and ends at the limit,
+            lo = 0.0            # below: an inelastic impact, no bounce)
+        else:
+            lo = v_free[i] - lower_gap / (theta * dt)
+        if upper_gap < 0.0:
+            hi = 0.0
+        else:
+            hi = v_free[i] + upper_gap / (theta * dt)
+    if si[L.VELOCITY_LIMITS] == 1:
+        vmax = sf[lim + 4 * k + 2]
+        if -vmax >= lo:
+            lo, speed = -vmax, speed | 1
+        if vmax <= hi:
+            hi, speed = vmax, speed | 2
+    return i, lo, hi, speed, friction
+
+
+@kernel
+def joint_rows(si, sf, q_free, v_free, rf, ri, J, nz, remembered, reach, rows):
+    """LIMIT rows: each joint's friction, and its position bounds and speed limits within
+    ``reach`` of v* (NEAR, then REACH: constrained_step); the multiplier warm-started from the
+    impulse it took in the last step (``remembered``)."""
+    dt = sf[L.DT]
     for k in range(si[L.NROWS]):
-        i, qi = si[rv + k], si[rq + k]
-        lower_gap = q_free[qi] - sf[lim + 4 * k]           # > 0 inside
-        upper_gap = sf[lim + 4 * k + 1] - q_free[qi]
-        friction = sf[lim + 4 * k + 3] if si[L.FRICTION] == 1 else 0.0
-        lo, hi = -math.inf, math.inf
-        speed = 0
-        if constrained:    # end the step within the limits: q+ = q* + theta dt (v+ - v*)
-            if lower_gap < 0.0:     # crossed in the step: it stops (and ends at the limit,
-                lo = 0.0            # below: an inelastic impact, no bounce)
-            else:
-                lo = v_free[i] - lower_gap / (theta * dt)
-            if upper_gap < 0.0:
-                hi = 0.0
-            else:
-                hi = v_free[i] + upper_gap / (theta * dt)
-        if si[L.VELOCITY_LIMITS] == 1:
-            vmax = sf[lim + 4 * k + 2]
-            if -vmax >= lo:
-                lo, speed = -vmax, speed | 1
-            if vmax <= hi:
-                hi, speed = vmax, speed | 2
+        i, lo, hi, speed, friction = joint_bounds(si, sf, q_free, v_free, k)
         # a bound that the rows' impulses cannot reach in this step is left out: no joint
         # changes speed by more than REACH in one step (an impact that does is caught by the
         # next step: a crossed limit ends it at the limit)
-        if not lo > v_free[i] - REACH:
+        if not lo > v_free[i] - reach:
             lo, speed = -math.inf, speed & 2
-        if not hi < v_free[i] + REACH:
+        if not hi < v_free[i] + reach:
             hi, speed = math.inf, speed & 1
         if math.isfinite(lo) or math.isfinite(hi) or friction > 0.0:
             if rows >= si[L.MAXROWS]:
@@ -184,6 +200,19 @@ def joint_rows(si, sf, q_free, v_free, rf, ri, J, nz, remembered, rows):
             ri[L.ROW_SPEED, rows] = speed
             rows += 1
     return rows
+
+
+@kernel
+def crosses_a_bound_left_out(si, sf, q_free, v_free, v_new, reach, tolerance):
+    """Whether v+ crosses, by more than ``tolerance``, a joint's bound that joint_rows left out
+    at ``reach``."""
+    for k in range(si[L.NROWS]):
+        i, lo, hi, _, _ = joint_bounds(si, sf, q_free, v_free, k)
+        if not lo > v_free[i] - reach and v_new[i] < lo - tolerance:
+            return True
+        if not hi < v_free[i] + reach and v_new[i] > hi + tolerance:
+            return True
+    return False
 
 
 @kernel
@@ -592,21 +621,16 @@ def finite_state(si, sf, q, v):
 
 
 @kernel
-def constrained_step(h, si, sf, q, v, command, f_ext, out, stats, work, iwork):
-    """Stages 2-5 under the efforts in W_TAU: (q*, v*), the rows, M and W, v+ (into W_V_NEW).
-    Returns (step status, the number of rows)."""
-    nv, nq = si[L.NV], si[L.NQ]
-    q_free, v_free = vector(work, si, L.W_Q_FREE, nq), vector(work, si, L.W_V_FREE, nv)
-    v_new, tau = vector(work, si, L.W_V_NEW, nv), vector(work, si, L.W_TAU, nv)
+def rows_and_solve(h, si, sf, q_free, v_free, command, tau, out, stats, work, iwork, rf, ri,
+                   J, nz, reach):
+    """Stages 3-5 at (q*, v*): the rows (the joints' bounds within ``reach`` of v*), M and W,
+    v+ (into W_V_NEW). Returns (step status, the number of rows)."""
+    nv = si[L.NV]
+    v_new = vector(work, si, L.W_V_NEW, nv)
     dv_last = vector(work, si, L.W_DV_LAST, nv)
-    # 2. smooth
-    status = smooth_step(h, si, sf, q, v, tau, f_ext, q_free, v_free, work)
-    if status != OK or not finite_state(si, sf, q_free, v_free):
-        return L.STEP_DIVERGED, 0
     # 3. rows
-    rf, ri, J, nz = row_fields(work, iwork, si)
     rows = joint_rows(si, sf, q_free, v_free, rf, ri, J, nz,
-                      vector(work, si, L.W_JOINT_IMPULSE, nv), 0)
+                      vector(work, si, L.W_JOINT_IMPULSE, nv), reach, 0)
     rows = drive_rows(si, sf, command, tau, q_free, v_free, rf, ri, J, nz, rows)
     if si[L.VELOCITY_LIMITS] == 1:
         rows = effort_rows(si, sf, command, tau, rf, ri, J, nz, rows)
@@ -648,6 +672,30 @@ def constrained_step(h, si, sf, q, v, command, f_ext, out, stats, work, iwork):
     stats[L.STAT_MAX_ITERATIONS] = max(stats[L.STAT_MAX_ITERATIONS], min(taken, budget))
     if taken > budget:
         stats[L.STAT_UNCONVERGED] += 1
+    return L.STEP_OK, rows
+
+
+@kernel
+def constrained_step(h, si, sf, q, v, command, f_ext, out, stats, work, iwork):
+    """Stages 2-5 under the efforts in W_TAU: (q*, v*), the rows, M and W, v+ (into W_V_NEW).
+    Returns (step status, the number of rows)."""
+    nv, nq = si[L.NV], si[L.NQ]
+    q_free, v_free = vector(work, si, L.W_Q_FREE, nq), vector(work, si, L.W_V_FREE, nv)
+    v_new, tau = vector(work, si, L.W_V_NEW, nv), vector(work, si, L.W_TAU, nv)
+    # 2. smooth
+    status = smooth_step(h, si, sf, q, v, tau, f_ext, q_free, v_free, work)
+    if status != OK or not finite_state(si, sf, q_free, v_free):
+        return L.STEP_DIVERGED, 0
+    # 3-5, with the joints' bounds NEAR v*, then (when v+ crossed one left out) all within REACH
+    rf, ri, J, nz = row_fields(work, iwork, si)
+    tolerance = velocity_tolerance(si, sf, v_free)
+    rows = 0
+    for reach in (NEAR, REACH):
+        status, rows = rows_and_solve(h, si, sf, q_free, v_free, command, tau, out, stats, work,
+                                      iwork, rf, ri, J, nz, reach)
+        if status != L.STEP_OK or reach == REACH or not crosses_a_bound_left_out(
+                si, sf, q_free, v_free, v_new, reach, tolerance):
+            return status, rows
     return L.STEP_OK, rows
 
 
