@@ -3,9 +3,10 @@
 Markers (registered in pytest.ini, --strict-markers): ``ros`` is applied here to every test
 that needs rclpy (ROS_FILES, test_ros_*.py, any test using the ``ros`` fixture; a few others
 carry it explicitly), ``slow`` to the tests listed in SLOW, ``one_distro`` and ``alone`` to
-those in ONE_DISTRO and ALONE (scripts/test.sh and .ci/run say what they do). When a run includes tests that
-start rbd_ros in a subprocess or a node (WARM_FILES, ``ros``), numba's cache is warmed once
-with ``python -m rbd_ros.warmup`` (2-4 s when warm, about a minute cold on 2 cores): before
+those in ONE_DISTRO and ALONE (scripts/test.sh and .ci/run say what they do). When a run
+includes tests that start rbd_ros in a subprocess or a node (WARM_FILES, ``ros``), numba's
+cache is warmed once with ``python -m rbd_ros.warmup`` (2-4 s when warm, about a minute cold
+on 2 cores): before
 collection when the command line names a directory or such a file, else once the selected
 tests are known. A node subprocess that compiled its kernels at start-up would miss the
 tests' discovery timeouts. RBD_ROS_TEST_WARMUP=0 skips it.
@@ -164,6 +165,7 @@ ALONE = {
     'test_ros_descriptions.py::test_diagnostics_period_is_a_parameter_of_every_node',
     'test_simulation_solver.py::test_sim_node_reports_unconverged_solves_in_diagnostics',
 }
+
 
 def _listed(item, names):
     name = item.path.name

@@ -341,10 +341,12 @@ def test_a_model_computes_in_another_process():
 
 
 # ---- a bound far from v* that an impact crosses ------------------------------------------
-ARM2_STOP = ARM2.replace(
-    '<joint name="shoulder" type="continuous">', '<joint name="shoulder" type="revolute">').replace(
-    '<limit effort="40" velocity="1.0"/>', '<limit effort="40" velocity="100" lower="-3" upper="0.5"/>').replace(
-    '<limit effort="40" velocity="1.5"/>', '<limit effort="40" velocity="8"/>')
+ARM2_STOP = (ARM2
+             .replace('<joint name="shoulder" type="continuous">',
+                      '<joint name="shoulder" type="revolute">')
+             .replace('<limit effort="40" velocity="1.0"/>',
+                      '<limit effort="40" velocity="100" lower="-3" upper="0.5"/>')
+             .replace('<limit effort="40" velocity="1.5"/>', '<limit effort="40" velocity="8"/>'))
 
 
 def test_an_impact_that_throws_a_joint_past_a_far_speed_limit_is_held_at_it():
