@@ -275,6 +275,8 @@ class Simulator:
         self.v = np.zeros(model.nv) if v0 is None else np.array(v0, dtype=float)
         self.t = 0.0
         self.applied = np.zeros(model.nv)    # the drives' torques in the last step
+        self.joint_impulse = np.zeros(len(self.rows.v))     # the last step's, per joint row
+        self.carried = np.zeros(model.nv)    # RK4: the last step's as a mean force (_joints)
 
     def saturate(self, tau_cmd: np.ndarray) -> np.ndarray:
         """The torques the drives apply: the command, clipped at the effort limits."""
@@ -290,7 +292,8 @@ class Simulator:
         and the caller decides (sim_node resets)."""
         tau = self.saturate(tau_cmd)
         try:
-            q_free, v_free = self._free_step(self.q, self.v, tau, f_ext)
+            carried = self.carried if self.options.integrator == 'rk4' else 0.0
+            q_free, v_free = self._free_step(self.q, self.v, tau + carried, f_ext)
             if not self._finite(q_free, v_free):
                 return False
             q_new, v_new = self._joints(q_free, v_free)
@@ -353,8 +356,11 @@ class Simulator:
         friction = rows.friction if o.friction else np.zeros(len(rows.v))
         constrained = (o.position_limits == 'constraint'
                        and bool(np.any(np.isfinite(rows.lower) | np.isfinite(rows.upper))))
+        carried = self.carried if o.integrator == 'rk4' else np.zeros(model.nv)
         if not (np.any(damping) or np.any(friction) or np.any(spring) or constrained
-                or (o.velocity_limits and np.any(np.isfinite(rows.velocity)))):
+                or (o.velocity_limits and np.any(np.isfinite(rows.velocity)))
+                or np.any(carried)):
+            self.joint_impulse[:] = 0.0
             return q_free, v_free
         row_diagonal, row_rhs = np.zeros(len(rows.v)), np.zeros(len(rows.v))
         if np.any(spring):    # implicit one-sided spring-damper beyond the limits
@@ -376,11 +382,18 @@ class Simulator:
             lo = np.maximum(lo, -rows.velocity)
             hi = np.minimum(hi, rows.velocity)
         # v+ = W^-1 (M v* - row_rhs + lambda), W = M + dt D + row_diagonal: pgs.py
+        # RK4 carried the last step's joint impulses through its stages (the compiled step's
+        # carried_force): taken back here, so lam is the whole of this step's
+        row_rhs = row_rhs + dt * carried[rows.v]
         M = rbd.mass_matrix(model, q_free, data=self.data)
         v_new = np.empty(model.nv)
         lam = np.empty(len(rows.v))
         if not joint_row_velocities(M, v_free, dt * damping, rows.v, row_diagonal, row_rhs,
                                         lo, hi, friction * dt, 200, 1e-13, v_new, lam):
             raise np.linalg.LinAlgError('M + dt D is not positive definite')
+        before, self.joint_impulse = self.joint_impulse, lam
+        share = np.where(before * lam > 0.0, 1.0, 0.0)
+        self.carried = np.zeros(model.nv)
+        self.carried[rows.v] = share * lam / dt
         q_new = rbd.integrate(model, q_free, v_new - v_free, theta * dt, data=self.data)
         return q_new, v_new

@@ -796,6 +796,43 @@ def test_contact_forces_are_the_rows_impulses_over_dt_along_the_ground_frame():
     assert list(remembered) == [0, 0, 0, 0.02, -0.003, 0.004]
 
 
+def test_carried_force_is_the_impulses_that_kept_their_sign_over_dt():
+    """carried_force: J^T lam / dt over the contact rows whose point touched the step before
+    (normal and tangents), the joint and drive rows whose impulse kept its sign; an impact (a
+    point that did not touch before), a friction impulse that turned, an effort row and a
+    loop closure's row add nothing."""
+    nv, rows = 3, 9
+    si, sf = np.zeros(L.SI_LEN, dtype=np.int64), np.zeros(L.SF_LEN)
+    sf[L.DT] = DT
+    rf, ri = np.zeros((L.ROW_FLOATS, rows)), np.zeros((L.ROW_INTS, rows), dtype=np.int64)
+    J, nz = np.zeros((rows, nv)), np.zeros((rows, nv), dtype=np.int64)
+    roles = [S.CONTACT] * 6 + [S.JOINT, S.JOINT, S.DRIVE]
+    kinds = [L.SOFT, L.TANGENT, L.TANGENT] * 2 + [L.LIMIT, L.LIMIT, L.SOFT]
+    rng = np.random.default_rng(3)
+    for r in range(rows):
+        ri[L.ROW_ROLE, r], ri[L.ROW_KIND, r] = roles[r], kinds[r]
+        J[r] = rng.normal(size=nv)
+        nz[r] = range(nv)
+        ri[L.ROW_NNZ, r] = nv
+    ri[L.ROW_POINT, :3], ri[L.ROW_POINT, 3:6] = 0, 1      # point 0 touched before, 1 did not
+    ri[L.ROW_UNIT, 6:] = 0, 1, 2
+    rf[L.ROW_LAM] = 0.5, 0.1, -0.2, 0.7, 0.3, 0.1, 0.04, -0.05, 0.9
+    point_impulse = np.array([0.4, 0.0, 0.0, 0.0, 0.0, 0.0])
+    joint_impulse = np.array([0.01, 0.02, 0.0])          # joint 1's friction turned
+    drive_impulse = np.array([0.0, 0.0, 1.2])
+    force = np.full(nv, np.nan)
+    S.carried_force(si, sf, J, nz, rf, ri, rows, point_impulse, joint_impulse, drive_impulse,
+                    force)
+    kept = [0, 1, 2, 6, 8]
+    want = J[kept].T @ rf[L.ROW_LAM, kept] / DT
+    assert np.abs(force - want).max() <= 1e-12 * np.abs(want).max()
+    ri[L.ROW_ROLE, 6:] = S.EFFORT, S.EQUALITY, S.SPRING
+    S.carried_force(si, sf, J, nz, rf, ri, rows, point_impulse, joint_impulse, drive_impulse,
+                    force)
+    want = J[:3].T @ rf[L.ROW_LAM, :3] / DT
+    assert np.abs(force - want).max() <= 1e-12 * np.abs(want).max()
+
+
 def test_clamp_to_limits_ends_a_joint_that_crossed_its_limit_at_it():
     """clamp_to_limits: a joint that crossed a limit in the step (q* beyond it) and was stopped
     (v+ = 0) ends exactly at it, from beyond it or short of it; one that crossed and moves

@@ -75,7 +75,11 @@ NLOOP_ROWS = 57         # the constraints' rows (0: a tree)
 W_LOOP_PHI = 58         # NLOOP_ROWS: phi(q*), the loops' residual at the smooth step's end
 W_LOOP_K = 59           # NLOOP_ROWS x nv: K(q*)
 W_LOOP_IMPULSE = 60     # NLOOP_ROWS: the last step's impulse on each constraint row; kept
-SI_LEN = 61
+# RK4: the rows' forces inside the smooth step's stages (step.py)
+W_CARRIED = 61          # nv: the last step's impulses as a mean force, J^T lam / dt; kept
+W_TAU_SMOOTH = 62       # nv: what the smooth step applies: W_TAU plus W_CARRIED
+W_DRIVE_IMPULSE = 63    # nv: the last step's impulse on each drive's row; kept
+SI_LEN = 64
 
 # --- sf: float scalars -----------------------------------------------------------------------
 DT = 0

@@ -161,6 +161,13 @@ class Simulator:
     @q.setter
     def q(self, value):
         _assign(self._q, value, 'q')
+        self._forget_forces()
+
+    def _forget_forces(self) -> None:
+        """A state set by hand starts without the forces the last step's rows carried into
+        the next (step.carried_force): the contacts and stops that made them may be gone."""
+        at = self._si[L.W_CARRIED]
+        self._work[at:at + self.model.nv] = 0.0
 
     @property
     def v(self) -> np.ndarray:
@@ -205,6 +212,7 @@ class Simulator:
         q, v = self.closed_state(q, v, hold)
         _assign(self._q, q, 'q')
         _assign(self._v, v, 'v')
+        self._forget_forces()
 
     @property
     def applied(self) -> np.ndarray:

@@ -97,7 +97,8 @@ def workspace(si, nv, nq, nv_int, nq_int, maxrows, npoints, loop_rows=0):
              ('W_DV_LAST', nv), ('W_JOINT_IMPULSE', nv), ('W_POINT_IMPULSE', 3 * npoints),
              ('W_SPEED_PASS', 4 * nv),
              ('W_LOOP_PHI', loop_rows), ('W_LOOP_K', loop_rows * nv),
-             ('W_LOOP_IMPULSE', loop_rows)]
+             ('W_LOOP_IMPULSE', loop_rows), ('W_CARRIED', nv), ('W_TAU_SMOOTH', nv),
+             ('W_DRIVE_IMPULSE', nv)]
     at = 0
     for slot, size in sizes:
         si[getattr(L, slot)] = at
