@@ -229,6 +229,11 @@ def test_batches_equal_single_calls(mimic, batch_path):
             for x, y in zip(many, one):
                 assert x.shape == (N, model.nv, model.nv)
                 assert np.allclose(x[n], y, rtol=1e-13, atol=1e-12)
+    for ref in ('world', 'local', 'local_world_aligned'):
+        many = rbd.frame_velocity_derivatives(model, Q, V, link, ref)
+        for n in range(N):
+            for x, y in zip(many, rbd.frame_velocity_derivatives(model, Q[n], V[n], link, ref)):
+                assert x.shape == (N, 6, model.nv) and np.array_equal(x[n], y)
 
 
 def test_workspaces_and_lists_give_the_same_numbers():
@@ -267,8 +272,10 @@ def test_bad_input_is_named():
         rbd.inverse_dynamics_derivatives(model, Q, np.zeros((3, model.nv)), np.zeros((3, model.nv)))
     with pytest.raises(ValueError, match='f_ext names unknown link'):
         rbd.forward_dynamics_derivatives(model, q, z, z, {'nowhere': np.zeros(6)})
-    with pytest.raises(ValueError, match='takes one configuration'):
+    with pytest.raises(ValueError, match=r'q contains NaN or inf \(configuration 1'):
         rbd.frame_velocity_derivatives(model, Q, np.zeros((3, model.nv)), model.frame_names[0])
+    with pytest.raises(ValueError, match='different batch shape'):
+        rbd.frame_velocity_derivatives(model, Q, np.zeros((2, model.nv)), model.frame_names[0])
     with pytest.raises(ValueError, match='reference must be one of'):
         rbd.frame_velocity_derivatives(model, q, z, model.frame_names[0], 'body')
 

@@ -31,6 +31,7 @@ from .entry_points import (aba_batch, aba_derivatives_batch, aba_derivatives_ent
                            centroidal_momentum_matrix_entry, coriolis_batch, coriolis_entry,
                            crba_batch, crba_entry, difference_batch, difference_entry,
                            frame_jacobian_entry, frame_motion_entry, frame_placements_entry,
+                           frame_velocity_derivatives_batch,
                            frame_velocity_derivatives_entry, gravity_batch,
                            gravity_derivatives_batch, gravity_derivatives_entry, gravity_entry,
                            integrate_batch, integrate_entry,
@@ -425,14 +426,13 @@ def frame_velocity_derivatives(model, q, v, frame, reference='local_world_aligne
     for 'local_world_aligned' this is the derivative of the twist at the frame's origin, which
     moves with q (Pinocchio's holds the origin fixed: ours minus w x dp/dq, docs/core.md). A
     frame's pose needs no function of its own: oMf(q (+) dq) = oMf(q) exp(J dq), J the frame's
-    'local' Jacobian."""
+    'local' Jacobian. (N, 6, nv) each for N states."""
     f, ref = frame_number(model, frame), _reference(reference)
     d = workspace(model, data)
     q, v = arrays(model, q=q, v=v)
-    single(q, 'frame_velocity_derivatives')
-    dv_dq, dv_dv = np.empty((6, model.nv_full)), np.empty((6, model.nv_full))
-    run(frame_velocity_derivatives_entry, None, d, None, ('q', 'v'), full_q(model, q),
-        full_v(model, v), f, ref, dv_dq, dv_dv)
+    dv_dq, dv_dv = (np.empty(q.shape[:-1] + (6, model.nv_full)) for _ in range(2))
+    run(frame_velocity_derivatives_entry, frame_velocity_derivatives_batch, d, batch_of(q),
+        ('q', 'v'), full_q(model, q), full_v(model, v), f, ref, dv_dq, dv_dv)
     if model.has_mimic:
         return dv_dq @ model.mimic_map, dv_dv @ model.mimic_map
     return dv_dq, dv_dv

@@ -564,6 +564,18 @@ def regressor_batch(h, Q, V, A, Y, first, count):
 
 
 @kernel
+def frame_velocity_derivatives_batch(h, Q, V, frame, reference, DQ, DV):
+    body_int, body_float, ws = model_tables(h)
+    q, v, dq, dv = borrow(Q), borrow(V), borrow(DQ), borrow(DV)
+    for n in range(q.shape[0]):
+        status = frame_velocity_derivatives(body_int, body_float, ws, q[n], v[n], frame,
+                                            reference, dq[n], dv[n])
+        if status != OK:
+            return n * STATUS_STRIDE + status
+    return OK
+
+
+@kernel
 def center_of_mass_batch(h, Q, OUT):
     body_int, body_float, ws = model_tables(h)
     q, out = borrow(Q), borrow(OUT)

@@ -64,6 +64,7 @@ def warm_up(verbose=True):
                 api.forward_dynamics_derivatives(model, args[0], args[1], args[1], f_ext)
                 api.forward_dynamics_derivatives(model, args[0], args[1], args[1])
                 api.gravity_torques_derivatives(model, args[0])
+                api.frame_velocity_derivatives(model, args[0], args[1], 'tool', 'local')
                 _closed_loops(model, args[0], args[1])
             closed_loops.close_loops(model, q, ['j1'])
             api.frame_poses(model, q)
@@ -110,7 +111,8 @@ GROUPS = (
                                  api.mass_matrix(model, Q), api.integrate(model, Q, V, 0.01),
                                  api.difference(model, Q, Q), api.interpolate(model, Q, Q, 0.5),
                                  api.centroidal_momentum_matrix(model, Q),
-                                 api.forward_dynamics_derivatives(model, Q, V, V))),
+                                 api.forward_dynamics_derivatives(model, Q, V, V),
+                                 api.frame_velocity_derivatives(model, Q, V, 'tool', 'local'))),
     (('rnea_entry', 'rnea_fext_entry', 'gravity_entry', 'coriolis_entry', 'frame_motion_entry',
       'frame_jacobian_entry', 'center_of_mass_entry', 'kinetic_energy_entry',
       'potential_energy_entry', 'center_of_mass_jacobian_entry', 'centroidal_momentum_entry',

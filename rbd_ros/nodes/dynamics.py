@@ -190,6 +190,7 @@ class DynamicsNode(RbdNode):
         self.create_service(Trigger, '~/reset_collision', self.on_reset_collision)
         self.collision: list[str] = []       # the joints over threshold when it was detected
         self.collisions = 0
+        self.collision_stamp = None          # the last collision's joint state stamp (ns)
         self._observed = None                # (observer, stamp in ns) of its last sample
         self.linearizations = 0
         if p['linearization_rate'] > 0.0:    # a timer of its own: nothing per joint_states
@@ -566,12 +567,13 @@ class DynamicsNode(RbdNode):
             size = np.abs(joints)
             over = size > np.broadcast_to(np.asarray(threshold, dtype=float), size.shape)
             if np.any(over):
-                self._collide(rt, over, joints)
+                self._collide(rt, over, joints, t)
 
-    def _collide(self, rt: Runtime, over, joints) -> None:
+    def _collide(self, rt: Runtime, over, joints, stamp) -> None:
         robot = rt.robot
         self.collision = [robot.joint_names[k] for k in np.nonzero(over)[0]]
         self.collisions += 1
+        self.collision_stamp = stamp        # (ns: the joint state that passed the threshold)
         self.pub_collision.publish(Bool(data=True))
         what = ', '.join(f'{robot.joint_names[k]} {joints[k]:+.3g}'
                          for k in np.nonzero(over)[0])
