@@ -20,7 +20,9 @@ setup(
     python_requires='>=3.10',
     install_requires=['numpy', 'lxml', 'PyYAML'],
     extras_require={
-        'fast': ['numba>=0.56'],       # the oldest measured (README: numba versions)
+        # numba >= 0.56: the oldest measured (README: numba versions); tbb: numba's fork-safe
+        # threading layer for batches (rbd_ros/dynamics/_jit.py loads it from the wheel)
+        'fast': ['numba>=0.56', 'tbb; platform_system == "Linux" and platform_machine == "x86_64"'],
         'demo': ['matplotlib'],         # the demo's plot
         # a robot_description_file or --urdf named *.xacro is expanded with xacro (ROS's, on PyPI)
         'xacro': ['xacro'],

@@ -26,11 +26,33 @@ JIT_ENABLED = _numba is not None and os.environ.get('NUMBA_DISABLE_JIT', '') in 
 # Batches run on numba's threads. Where TBB is not installed numba's default is GNU OpenMP,
 # which aborts any process that forks after using it ("fork() called from a process already
 # using GNU OpenMP"): a user's multiprocessing.Pool after one batched call killed every
-# worker. Unless the user chose a layer (NUMBA_THREADING_LAYER), a fork-safe one: TBB when
-# installed, else numba's own workqueue (api.py already keeps batch calls from entering it
-# from two threads at once, which workqueue does not allow).
+# worker. Unless the user chose a layer (NUMBA_THREADING_LAYER), a fork-safe one: TBB (the
+# ``fast`` extra installs its wheel; _load_tbb below), else numba's own workqueue (api.py
+# already keeps batch calls from entering it from two threads at once, which workqueue does
+# not allow).
 if _numba is not None and not os.environ.get('NUMBA_THREADING_LAYER'):
     _numba.config.THREADING_LAYER = 'forksafe'
+
+
+def _load_tbb():
+    """Load TBB from where its PyPI wheel (the ``fast`` extra) puts it, <prefix>/lib, which
+    the loader does not search: numba's TBB layer (linked against libtbb.so.12) then finds it
+    already loaded. Without it numba falls back to workqueue, whose threads take ~150 us to
+    wake for each batch (TBB's: ~2 us). Nothing when the wheel is not installed."""
+    import ctypes
+    import sys
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
+        path = os.path.join(prefix, 'lib', 'libtbb.so.12')
+        if os.path.exists(path):
+            try:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            except OSError:     # pragma: no cover - a broken install: workqueue, as before
+                pass
+            return
+
+
+if _numba is not None and _numba.config.THREADING_LAYER in ('forksafe', 'safe', 'tbb'):
+    _load_tbb()
 
 #: the packages whose kernels are cached: a kernel calls helpers of other files, but numba keys
 #: its cache on the kernel's own file only (control: the observer's step runs the CRBA and RNEA)
