@@ -70,8 +70,10 @@ rows find the whole impulse and stage 6 moves the positions only by what the imp
 Done once per step, after the smooth step, the correction is a splitting: an A1 rolling on six
 sticking contacts gained 4.5 mJ in 70 steps so (second order in dt), 0.015 mJ now; and the
 solver starts nearer its answer (a G1 lying on its back: 3.4 Newton iterations a step, 5.5
-before). An impulse new this step (an impact, a stop) is not carried: it acts once (carried,
-the next step's smooth step threw a foot off the ground and Solo-12 chattered); nor are an
+before). Contacts alone were not enough: without the drives' impulses the contacts' force
+folded Solo-12's legs in the smooth step and its feet chattered. An impulse new this step (an
+impact, a stop) is not carried: it acts once (carried, an A1's landing impulses lifted its
+points off the ground in the next smooth step: 1.25 mJ gained in that step); nor are an
 unconverged solve's. Semi-implicit Euler's positions follow v+ whatever v* was: it carries
 nothing.
 
