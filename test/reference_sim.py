@@ -392,8 +392,7 @@ class Simulator:
                                         lo, hi, friction * dt, 200, 1e-13, v_new, lam):
             raise np.linalg.LinAlgError('M + dt D is not positive definite')
         before, self.joint_impulse = self.joint_impulse, lam
-        share = np.where(before * lam > 0.0, 1.0, 0.0)
-        self.carried = np.zeros(model.nv)
-        self.carried[rows.v] = share * lam / dt
+        self.carried = np.zeros(model.nv)     # (what kept its sign: step.carried_force)
+        self.carried[rows.v] = np.where(before * lam > 0.0, lam, 0.0) / dt
         q_new = rbd.integrate(model, q_free, v_new - v_free, theta * dt, data=self.data)
         return q_new, v_new

@@ -51,7 +51,7 @@ def _load_tbb():
             return
 
 
-if _numba is not None and _numba.config.THREADING_LAYER in ('forksafe', 'safe', 'tbb'):
+if JIT_ENABLED and _numba.config.THREADING_LAYER in ('forksafe', 'safe', 'tbb'):
     _load_tbb()
 
 #: the packages whose kernels are cached: a kernel calls helpers of other files, but numba keys

@@ -191,6 +191,13 @@ def joint_bounds(si, sf, q_free, v_free, k):
     return i, lo, hi, speed, friction
 
 
+@inline_kernel
+def left_out(lo, hi, v, reach):
+    """(lower, upper): whether each of a joint's bounds is farther than ``reach`` from its v*,
+    so that its row leaves it out."""
+    return not lo > v - reach, not hi < v + reach
+
+
 @kernel
 def joint_rows(si, sf, q_free, v_free, rf, ri, J, nz, remembered, reach, rows):
     """LIMIT rows: each joint's friction, and its position bounds and speed limits within
@@ -202,9 +209,10 @@ def joint_rows(si, sf, q_free, v_free, rf, ri, J, nz, remembered, reach, rows):
         # a bound that the rows' impulses cannot reach in this step is left out: no joint
         # changes speed by more than REACH in one step (an impact that does is caught by the
         # next step: a crossed limit ends it at the limit)
-        if not lo > v_free[i] - reach:
+        lower_out, upper_out = left_out(lo, hi, v_free[i], reach)
+        if lower_out:
             lo, speed = -math.inf, speed & 2
-        if not hi < v_free[i] + reach:
+        if upper_out:
             hi, speed = math.inf, speed & 1
         if math.isfinite(lo) or math.isfinite(hi) or friction > 0.0:
             if rows >= si[L.MAXROWS]:
@@ -224,9 +232,8 @@ def crosses_a_bound_left_out(si, sf, q_free, v_free, v_new, reach, tolerance):
     at ``reach``."""
     for k in range(si[L.NROWS]):
         i, lo, hi, _, _ = joint_bounds(si, sf, q_free, v_free, k)
-        if not lo > v_free[i] - reach and v_new[i] < lo - tolerance:
-            return True
-        if not hi < v_free[i] + reach and v_new[i] > hi + tolerance:
+        lower_out, upper_out = left_out(lo, hi, v_free[i], reach)
+        if (lower_out and v_new[i] < lo - tolerance) or (upper_out and v_new[i] > hi + tolerance):
             return True
     return False
 
@@ -667,9 +674,10 @@ def finite_state(si, sf, q, v):
 
 @kernel
 def rows_and_solve(h, si, sf, q_free, v_free, command, tau, out, stats, work, iwork, rf, ri,
-                   J, nz, reach):
+                   J, nz, reach, tolerance):
     """Stages 3-5 at (q*, v*): the rows (the joints' bounds within ``reach`` of v*), M and W,
-    v+ (into W_V_NEW). Returns (step status, the number of rows)."""
+    v+ (into W_V_NEW, to ``tolerance``: velocity_tolerance). Returns (step status, the number
+    of rows)."""
     nv = si[L.NV]
     v_new = vector(work, si, L.W_V_NEW, nv)
     dv_last = vector(work, si, L.W_DV_LAST, nv)
@@ -713,7 +721,7 @@ def rows_and_solve(h, si, sf, q_free, v_free, command, tau, out, stats, work, iw
         v_new[:] = start
     budget = si[L.ITERATIONS]
     taken = solve_rows(W, Mv, factor_parent, J, nz, rf, ri, rows, v_new, H, g, d, budget,
-                       velocity_tolerance(si, sf, v_free))
+                       tolerance)
     if taken < 0:
         return L.STEP_SINGULAR, rows
     stats[L.STAT_ROWS] = rows
@@ -748,7 +756,7 @@ def constrained_step(h, si, sf, q, v, command, f_ext, out, stats, work, iwork):
     rows = 0
     for reach in (NEAR, REACH):
         status, rows = rows_and_solve(h, si, sf, q_free, v_free, command, tau, out, stats, work,
-                                      iwork, rf, ri, J, nz, reach)
+                                      iwork, rf, ri, J, nz, reach, tolerance)
         if status != L.STEP_OK or reach == REACH or not crosses_a_bound_left_out(
                 si, sf, q_free, v_free, v_new, reach, tolerance):
             return status, rows
@@ -786,6 +794,8 @@ def step(h, si, sf, q, v, command, f_ext, out, stats, work, iwork):
             break
     # 6. integrate
     applied_efforts(si, sf, command, tau, rf, ri, rows, out)
+    # (carried_force reads the last step's impulses: before contact_forces and the loop below
+    # overwrite them)
     carried = vector(work, si, L.W_CARRIED, nv)
     if si[L.RK4] == 1 and stats[L.STAT_UNCONVERGED] == unconverged:
         carried_force(si, sf, J, nz, rf, ri, rows,
