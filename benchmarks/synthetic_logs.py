@@ -2,7 +2,8 @@
 an exciting trajectory (a sum of sines per joint, as identification experiments use), the
 torques a model with known friction and payload needs for it, serialized by rclpy (the bytes a
 robot's joint_state_broadcaster records; rosbags' serializer where rclpy is not installed) and
-written by rosbags' writer (MCAP or sqlite3)."""
+written by rosbags' writer (MCAP or sqlite3); and a legged robot's run (joint states, the base's
+odometry, contact wrenches) as sim_node publishes it (write_legged_log)."""
 from __future__ import annotations
 
 import numpy as np
@@ -99,3 +100,54 @@ def _serialize(typestore, names, counts):
     msg.name = list(names)
     msg.position, msg.velocity, msg.effort = ([0.0] * c for c in counts)
     return bytes(serialize_message(msg))
+
+
+def write_legged_log(path, names, samples, start=1_700_000_000, base_topic='/rbd_sim/base_state',
+                     contact_topic='/rbd_sim/contact_wrenches'):
+    """A rosbag2 MCAP bag at ``path`` of a legged robot's run, as sim_node publishes it: per
+    sample (t, q, v, effort, [(link, wrench)]) of a floating-base model (q[:7] the base's pose,
+    v[:6] its twist in its own frame), a sensor_msgs/JointState of the joints ``names`` (q[7:],
+    v[6:], effort[6:]), a nav_msgs/Odometry of the base and a geometry_msgs/WrenchStamped per
+    link in contact (the wrench on it in its frame, about its origin), all stamped at start +
+    t. Serialized by rosbags (the bytes rclpy writes: CDR). Returns the path."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    T = store.types
+    Time, Header, Vector3 = (T['builtin_interfaces/msg/Time'], T['std_msgs/msg/Header'],
+                             T['geometry_msgs/msg/Vector3'])
+    covariance = np.zeros(36)
+    kinds = {'js': 'sensor_msgs/msg/JointState', 'odom': 'nav_msgs/msg/Odometry',
+             'wrench': 'geometry_msgs/msg/WrenchStamped'}
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        connections = {key: writer.add_connection(topic, kinds[key], typestore=store)
+                       for key, topic in (('js', '/joint_states'), ('odom', base_topic),
+                                          ('wrench', contact_topic))}
+
+        def write(key, ns, message):
+            writer.write(connections[key], ns, bytes(store.serialize_cdr(message, kinds[key])))
+
+        for t, q, v, effort, wrenches in samples:
+            ns = start * 1_000_000_000 + int(round(t * 1e9))
+            stamp = Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+            write('js', ns, T[kinds['js']](header=Header(stamp=stamp, frame_id=''),
+                                           name=list(names), position=np.array(q[7:]),
+                                           velocity=np.array(v[6:]), effort=np.array(effort[6:])))
+            pose = T['geometry_msgs/msg/Pose'](
+                position=T['geometry_msgs/msg/Point'](x=q[0], y=q[1], z=q[2]),
+                orientation=T['geometry_msgs/msg/Quaternion'](x=q[3], y=q[4], z=q[5], w=q[6]))
+            twist = T['geometry_msgs/msg/Twist'](linear=Vector3(x=v[0], y=v[1], z=v[2]),
+                                                 angular=Vector3(x=v[3], y=v[4], z=v[5]))
+            write('odom', ns, T[kinds['odom']](
+                header=Header(stamp=stamp, frame_id='world'), child_frame_id='base',
+                pose=T['geometry_msgs/msg/PoseWithCovariance'](pose=pose, covariance=covariance),
+                twist=T['geometry_msgs/msg/TwistWithCovariance'](twist=twist,
+                                                                 covariance=covariance)))
+            for link, w in wrenches:
+                write('wrench', ns, T[kinds['wrench']](
+                    header=Header(stamp=stamp, frame_id=link),
+                    wrench=T['geometry_msgs/msg/Wrench'](
+                        force=Vector3(x=w[0], y=w[1], z=w[2]),
+                        torque=Vector3(x=w[3], y=w[4], z=w[5]))))
+    return path

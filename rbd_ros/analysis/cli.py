@@ -92,6 +92,11 @@ def build_parser():
                         'median periods)')
     parser.add_argument('--identify', action='append', default=[], metavar='WHAT',
                         help='friction, or payload:LINK (may be given twice)')
+    parser.add_argument('--friction-band', type=float, default=None, metavar='SPEED',
+                        help='the identification leaves out a joint with Coulomb friction '
+                        '(identified, or the URDF\'s) at the samples where it moves slower than '
+                        'this, rad/s or m/s: in stiction its friction is anything between '
+                        '-coulomb and coulomb (default: 0.05; 0: every sample)')
     parser.add_argument('--json', metavar='PATH', help='write the report as JSON')
     parser.add_argument('--plots', metavar='DIR', help='one PNG per joint: measured and model '
                         'torque over time, residual histogram')
@@ -266,7 +271,7 @@ def _setup(args):
     """(URDF text, Options, Model, seconds to build the model) of the command line."""
     from rbd_ros.description import read_description
 
-    from .compute import BASE_TOPIC, Options, base_joint, model_for
+    from .compute import BASE_TOPIC, FRICTION_BAND, Options, base_joint, model_for
     try:        # any readable path, a pipe included (<(xacro robot.urdf.xacro)); .xacro expanded
         urdf_text, _ = read_description(args.urdf, say=lambda line: print(line, file=sys.stderr))
     except ValueError as exc:
@@ -299,6 +304,11 @@ def _setup(args):
         raise UsageError(f'--cutoff must be a positive number of Hz, got {args.cutoff}')
     if args.max_gap is not None and not (math.isfinite(args.max_gap) and args.max_gap > 0):
         raise UsageError(f'--max-gap must be a positive number of seconds, got {args.max_gap}')
+    if args.friction_band is None:
+        args.friction_band = FRICTION_BAND
+    if not (math.isfinite(args.friction_band) and args.friction_band >= 0):
+        raise UsageError(f'--friction-band must be a speed >= 0 (rad/s, m/s), got '
+                         f'{args.friction_band}')
     friction, link = False, None
     for what in args.identify:
         if what == 'friction':
@@ -317,7 +327,7 @@ def _setup(args):
                       friction=friction, payload_link=link, plots=bool(args.plots),
                       floating_base=args.floating_base,
                       base_topic=args.base_topic or BASE_TOPIC,
-                      contact_topic=args.contact_topic)
+                      contact_topic=args.contact_topic, friction_band=args.friction_band)
     return urdf_text, options, model, built
 
 
@@ -335,6 +345,7 @@ def report_json(summary):
             else:
                 entry['friction'].update(viscous_std=f['viscous_std'],
                                          coulomb_std=f['coulomb_std'])
+            entry['friction']['slow_samples'] = f['slow_samples']
         joints[name] = entry
     out = {'model': summary.model, 'logs': summary.logs, 'joints': joints}
     if summary.base is not None:
@@ -382,7 +393,8 @@ def report_text(summary, wall):
     if summary.friction is not None:
         lines.append('friction: viscous N m s/rad (N s/m), coulomb N m (N); effort = model + '
                      'viscous v + coulomb sign(v)')
-    lines += _base_lines(summary.base)
+    lines += _base_lines(summary.base, summary.friction is not None or
+                         summary.payload is not None)
     dropped = {}
     for log in ok:
         for key, count in log.get('dropped', {}).items():
@@ -417,7 +429,7 @@ DROPPED_WORDS = {
 }
 
 
-def _base_lines(base):
+def _base_lines(base, identified=False):
     """The floating base's rows: the external wrench the motion needs, and what the logged
     contacts leave of it."""
     if base is None:
@@ -444,6 +456,10 @@ def _base_lines(base):
     if not contacts:
         lines.append('(no contact wrenches: the joint residuals include the torques of '
                      'whatever touched the robot; --contact-topic adds them to the model)')
+        if identified:
+            lines.append('(the identification fits the joints alone, as if nothing touched '
+                         'the robot: right for one hung in the air, biased by a foot on the '
+                         'ground)')
     return lines
 
 

@@ -209,22 +209,29 @@ def joint_residual_sums(measured, rigid, v, damping, friction, model, sums):
 
 
 @kernel
-def normal_equations(b, v, friction_rows, Y, payload, M, g, bb):
+def normal_equations(b, v, friction_rows, band, Y, payload, M, g, bb, left_out):
     """The normal equations of measured - model = A x over the samples of b (n, m): rows j of
     each sample with friction_rows[j] >= 0 get the friction unknowns 2 f and 2 f + 1 (f =
     friction_rows[j]) with values v[., j] and sign(v[., j]); with ``payload``, every row gets
-    the ten unknowns after the friction ones, with values Y (n, m, 10). Adds A^T A to M (upper
-    triangle and diagonal; the caller mirrors it), A^T b to g and b^T b to bb[0]."""
+    the ten unknowns after the friction ones, with values Y (n, m, 10). Row j of a sample whose
+    speed |v[., j]| is below band[j] is left out (a joint in or near stiction: its friction is
+    anything between -coulomb and coulomb) and counted in left_out[j]. Adds A^T A to M (upper
+    triangle and diagonal; the caller mirrors it), A^T b to g, b^T b to bb[0] and the rows
+    used to bb[1]."""
     n, m = b.shape
     nf = M.shape[0] - (10 if payload else 0)
     for i in range(n):
         for j in range(m):
+            x0 = v[i, j]
+            if abs(x0) < band[j]:
+                left_out[j] += 1
+                continue
             bij = b[i, j]
             bb[0] += bij * bij
+            bb[1] += 1.0
             f = friction_rows[j]
             if f >= 0:
                 c0, c1 = 2 * f, 2 * f + 1
-                x0 = v[i, j]
                 x1 = 1.0 if x0 > 0.0 else (-1.0 if x0 < 0.0 else 0.0)
                 M[c0, c0] += x0 * x0
                 M[c0, c1] += x0 * x1
@@ -259,5 +266,5 @@ def warm_up():
     central_difference(x, 0.1, np.empty_like(x))
     residual_sums(x, x, x, np.zeros((6, 2)))
     joint_residual_sums(x, x, x, np.zeros(2), np.zeros(2), np.empty_like(x), np.zeros((6, 2)))
-    normal_equations(x, x, np.zeros(2, np.int64), np.zeros((40, 2, 10)), True,
-                     np.zeros((14, 14)), np.zeros(14), np.zeros(1))
+    normal_equations(x, x, np.zeros(2, np.int64), np.zeros(2), np.zeros((40, 2, 10)), True,
+                     np.zeros((14, 14)), np.zeros(14), np.zeros(2), np.zeros(2, np.int64))
