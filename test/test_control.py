@@ -1,8 +1,10 @@
 """The ROS-free control pieces: trajectory sampling equals an independent spline evaluation
 (scipy), JTC's rules before, between and after the points, the control laws' formulas, and
 the external-torque observer (its compiled step is its formula; without contact it stays at
-its integration error; it follows a constant external torque)."""
+its integration error; it follows a constant external torque) and the wrench estimate's
+compiled least squares (numpy's lstsq, full rank or not)."""
 import math
+import pathlib
 
 import numpy as np
 import pytest
@@ -10,7 +12,8 @@ import pytest
 import rbd_ros.dynamics as rbd
 from rbd_ros.control import Reference, Trajectory, control_torques, tracking_error
 from rbd_ros.control.laws import FRICTION_SMOOTHING
-from rbd_ros.control.observer import MomentumObserver
+from rbd_ros.control.observer import (WRENCH_RCOND, MomentumObserver, external_wrench,
+                                     wrench_least_squares)
 from urdf_factory import random_urdf
 
 interpolate = pytest.importorskip('scipy.interpolate')
@@ -179,7 +182,6 @@ def test_the_observer_s_compiled_step_is_its_formula():
     """observer.py's docstring formula written in numpy: the same r to rounding over 2,000
     random samples (the first sets p(0); r = 0 there); set_gain starts it again; the peak is
     the largest |r| of them all, until reset_peak."""
-    import pathlib
     model = rbd.Model.from_urdf(str(pathlib.Path(__file__).parent.parent / ARM))
     n = model.nv
     K = np.linspace(10.0, 80.0, n)
@@ -217,6 +219,43 @@ def test_the_observer_s_compiled_step_is_its_formula():
     assert observer.enabled
     observer.set_gain(0.0)
     assert not observer.enabled
+
+
+def test_the_wrench_estimate_s_least_squares_is_numpys_lstsq():
+    """wrench_least_squares (a compiled Jacobi SVD) gives numpy's minimum-norm least squares
+    (LAPACK's gelsd, the same rcond) on random 6 x m Jacobians, m = 1..12 (fewer joints than
+    six: an underdetermined wrench), on singular ones (a repeated row, a zero row, a zero
+    column, nearly parallel rows), and in external_wrench on the bundled arm, joints chosen or
+    not."""
+    rng = np.random.default_rng(3)
+    cases = [rng.normal(size=(6, m)) * rng.uniform(0.01, 10.0, size=(6, 1))
+             for m in range(1, 13) for _ in range(5)]
+    for J in [rng.normal(size=(6, 7)) for _ in range(4)]:
+        J[5] = J[1]
+        cases.append(J)
+    zero_row, zero_col, parallel = (rng.normal(size=(6, 7)) for _ in range(3))
+    zero_row[2] = 0.0
+    zero_col[:, 4] = 0.0
+    parallel[3] = parallel[0] * (1.0 + 1e-13)
+    cases += [zero_row, zero_col, parallel, np.zeros((6, 7))]
+    for J in cases:
+        r = rng.normal(size=J.shape[1])
+        w = np.empty(6)
+        wrench_least_squares(J, r, WRENCH_RCOND, w)
+        expected = np.linalg.lstsq(J.T, r, rcond=WRENCH_RCOND)[0]
+        scale = max(1.0, np.abs(expected).max())
+        assert np.allclose(w, expected, rtol=1e-9, atol=1e-12 * scale), (J.shape, w, expected)
+    model = rbd.Model.from_urdf(str(pathlib.Path(__file__).parent.parent / ARM))
+    for joints in (None, np.arange(1, 7)):
+        q, r = rng.uniform(-1, 1, model.nq), rng.normal(size=model.nv)
+        J = rbd.frame_jacobian(model, q, 'tool0', reference='local')
+        if joints is not None:
+            J, rj = J[:, joints], r[joints]
+        else:
+            rj = r
+        assert np.allclose(external_wrench(model, q, r, 'tool0', joints),
+                           np.linalg.lstsq(J.T, rj, rcond=WRENCH_RCOND)[0], rtol=1e-10,
+                           atol=1e-12)
 
 
 @pytest.mark.parametrize('seed', [3, 11])

@@ -35,8 +35,11 @@ import numpy as np
 
 import rbd_ros.dynamics as rbd
 from rbd_ros.dynamics._jit import JIT_ENABLED, compile_lock, kernel
+from rbd_ros.dynamics.arguments import array
 from rbd_ros.dynamics.crba import crba
 from rbd_ros.dynamics.entry_points import model_tables, no_external_wrench
+from rbd_ros.dynamics.kinematics import frame_jacobian
+from rbd_ros.dynamics.layout import REFERENCE_LOCAL
 from rbd_ros.dynamics.rnea import rnea
 
 from .laws import FRICTION_SMOOTHING
@@ -182,16 +185,19 @@ def observer_update(h, q, v, tau, a0, consts, state, M_prev, M, n, dt):
 
 
 def warm_up() -> None:
-    """Compile (or load from numba's cache) :func:`observer_update` and :func:`observer_step`:
-    one specialisation serves every model (``warmup`` runs this; a MomentumObserver does it
-    when it is made)."""
+    """Compile (or load from numba's cache) :func:`observer_update`, :func:`observer_step`,
+    :func:`wrench_estimate` and :func:`wrench_least_squares`: one specialisation serves every
+    model (``warmup`` runs this; a MomentumObserver does it when it is made)."""
     import os
     arm = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'robots', 'rbd_arm7.urdf')
-    MomentumObserver(rbd.Model.from_urdf(arm), 1.0)
+    model = rbd.Model.from_urdf(arm)
+    MomentumObserver(model, 1.0)
     with compile_lock():
         z, zz = np.zeros(1), np.zeros((1, 1))
         observer_step(zz, z, z, z, np.ones((CONST_ROWS, 1)), np.zeros((STATE_ROWS, 1)),
                       np.zeros((1, 1)), 0.0)
+        wrench_least_squares(np.ones((6, 2)), np.ones(2), WRENCH_RCOND, np.zeros(6))
+    WrenchEstimator(model, 'tool0')
 
 
 def external_wrench(model: rbd.Model, q, r, frame: str, joints=None) -> np.ndarray:
@@ -199,8 +205,120 @@ def external_wrench(model: rbd.Model, q, r, frame: str, joints=None) -> np.ndarr
     J^T w best match r (least squares, minimum norm: Moore-Penrose pseudo-inverse of J^T),
     from the torques of ``joints`` (v indices; default all). Ill-posed where J^T has fewer than
     six independent rows (fewer than six joints between the base and the frame, a
-    singularity): the wrench is then not determined, and this is the smallest that fits."""
-    J = rbd.frame_jacobian(model, q, frame, reference='local')
-    if joints is not None:
-        J, r = J[:, joints], np.asarray(r)[joints]
-    return np.linalg.lstsq(J.T, r, rcond=1e-9)[0]
+    singularity): the wrench is then not determined, and this is the smallest that fits.
+    Per sample at a sensor's rate, make a :class:`WrenchEstimator` once instead."""
+    estimator = WrenchEstimator(model, frame, joints)
+    return estimator.estimate(array(q, model.nq, 'q', model), array(r, model.nv, 'r')).copy()
+
+
+class WrenchEstimator:
+    """:func:`external_wrench` for one model, frame and set of joints, set up once: per sample
+    one compiled call (:func:`wrench_estimate`: the core's frame Jacobian over this
+    estimator's workspace, then :func:`wrench_least_squares`) over arrays allocated here. In
+    dynamics_node at 1 kHz numpy's lstsq behind frame_jacobian's Python path took 90 us of CPU
+    a message (nothing stays in cache from one message to the next), the one call 10 us. A
+    model with mimic joints takes the core's frame_jacobian instead."""
+
+    def __init__(self, model: rbd.Model, frame, joints=None):
+        self.model = model
+        self.data = model.create_data()
+        self.frame = model.frame_id(frame)
+        joints = (np.arange(model.nv) if joints is None else
+                  np.ascontiguousarray(joints, dtype=np.int64))
+        if joints.ndim != 1 or (joints.size and
+                                not 0 <= joints.min() <= joints.max() < model.nv):
+            raise ValueError(f'joints must be velocity indices 0..{model.nv - 1}, got {joints}')
+        self.joints = joints
+        self._J, self._Jj = np.empty((6, model.nv)), np.empty((6, joints.size))
+        self._w = np.empty(6)
+        self._fused = JIT_ENABLED and model.direct
+        with compile_lock():   # compiled (or loaded from numba's cache) here, not on a sample
+            self.estimate(model.neutral(), np.zeros(model.nv))
+
+    def estimate(self, q: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """The wrench for q (nq float64) and the torques r (nv float64, C-contiguous: the
+        observer's r): a 6-array, overwritten by the next call."""
+        model = self.model
+        if len(q) != model.nq or len(r) != model.nv:
+            raise ValueError(f'external wrench: q has {len(q)} values and r {len(r)}, the '
+                             f'model nq {model.nq} and nv {model.nv}')
+        if self._fused:
+            status = wrench_estimate(self.data.handle, q, self.frame, self.joints, r, self._J,
+                                     self._Jj, self._w)
+            if status != 0:
+                raise ValueError(f'external wrench: q does not fit the model (status {status})')
+        else:
+            J = rbd.frame_jacobian(model, q, self.frame, reference='local', data=self.data)
+            wrench_least_squares(np.ascontiguousarray(J[:, self.joints]),
+                                 np.ascontiguousarray(r[self.joints]), WRENCH_RCOND, self._w)
+        return self._w
+
+
+@kernel
+def wrench_estimate(h, q, frame, joints, r, J, Jj, w):
+    """external_wrench in one call: the frame's local Jacobian J (the core's frame_jacobian
+    over the workspace behind the handle h), its columns ``joints`` into Jj, then
+    :func:`wrench_least_squares` of r's entries ``joints`` into w. Returns the core's status."""
+    body_int, body_float, ws = model_tables(h)
+    status = frame_jacobian(body_int, body_float, ws, q, frame, REFERENCE_LOCAL, J)
+    if status == 0:
+        rj = np.empty(joints.size)
+        for k in range(joints.size):
+            Jj[:, k] = J[:, joints[k]]
+            rj[k] = r[joints[k]]
+        wrench_least_squares(Jj, rj, WRENCH_RCOND, w)
+    return status
+
+
+#: singular values of J below this fraction of the largest are taken as zero (numpy's lstsq
+#: rcond): the directions of a singularity get no wrench
+WRENCH_RCOND = 1e-9
+#: Jacobi sweeps before giving up on the rotations (six rows converge in five or six)
+JACOBI_SWEEPS = 60
+
+
+@kernel
+def wrench_least_squares(J, r, rcond, w):
+    """w = pinv(J^T) r for a 6 x m Jacobian J, by a one-sided Jacobi SVD of its rows
+    (Hestenes): plane rotations make the rows of U = G J mutually orthogonal, G (6 x 6)
+    orthogonal; then J^T = U^T G, the rows' norms are J's singular values, and the
+    minimum-norm least-squares solution is w = sum over the rows k kept of G_k^T (U_k . r) /
+    |U_k|^2. Compiled, it replaces numpy's lstsq (LAPACK's gelsd behind a Python wrapper):
+    see :class:`WrenchEstimator`."""
+    n, m = J.shape
+    U = J.copy()
+    G = np.eye(n)
+    for _ in range(JACOBI_SWEEPS):
+        rotated = False
+        for p in range(n - 1):
+            for k in range(p + 1, n):
+                alpha = beta = gamma = 0.0
+                for i in range(m):
+                    alpha += U[p, i] * U[p, i]
+                    beta += U[k, i] * U[k, i]
+                    gamma += U[p, i] * U[k, i]
+                if abs(gamma) <= 1e-15 * np.sqrt(alpha * beta):
+                    continue                     # (already orthogonal, or a zero row)
+                rotated = True
+                zeta = (beta - alpha) / (2.0 * gamma)
+                t = np.copysign(1.0, zeta) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+                c = 1.0 / np.sqrt(1.0 + t * t)
+                s = c * t
+                for i in range(m):
+                    a, b = U[p, i], U[k, i]
+                    U[p, i], U[k, i] = c * a - s * b, s * a + c * b
+                for i in range(n):
+                    a, b = G[p, i], G[k, i]
+                    G[p, i], G[k, i] = c * a - s * b, s * a + c * b
+        if not rotated:
+            break
+    largest = 0.0
+    for k in range(n):
+        largest = max(largest, np.sqrt(np.sum(U[k] * U[k])))
+    w[:] = 0.0
+    for k in range(n):
+        norm2 = np.sum(U[k] * U[k])
+        if norm2 > 0.0 and np.sqrt(norm2) > rcond * largest:
+            coefficient = np.sum(U[k] * r) / norm2
+            for j in range(n):
+                w[j] += coefficient * G[k, j]

@@ -41,7 +41,7 @@ from rbd_ros.control import (LAWS, Reference, Trajectory, control_torques,
                              joint_friction_compensation, tracking_error)
 from rbd_ros.control.closed_loops import LoopClosure
 from rbd_ros.control.linearization import semi_implicit_euler_linearization
-from rbd_ros.control.observer import MomentumObserver, external_wrench
+from rbd_ros.control.observer import MomentumObserver, WrenchEstimator
 from rbd_ros.ros.joint_state_bytes import JointStateDecoder
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected, all_finite, stamp_ns
 from rbd_ros.ros.messages import joint_state, odometry_to_base
@@ -135,6 +135,7 @@ class Runtime:
     wrench_out: SerializedMessage | None   # WrenchStamped: [f; tau] (external_wrench_frame)
     reference: Reference             # per JointState joint: held positions and trajectories
     observer: MomentumObserver       # the external torques (the model's velocities)
+    wrench: WrenchEstimator | None   # the wrench on external_wrench_frame from them
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,7 +245,8 @@ class DynamicsNode(RbdNode):
             external_out=joint_state_out(robot.joint_names, 'effort'),
             wrench_out=wrench_out(frame) if frame else None,
             reference=Reference(len(joints)),
-            observer=MomentumObserver(robot.model, self._observer_gain(robot)))
+            observer=MomentumObserver(robot.model, self._observer_gain(robot)),
+            wrench=WrenchEstimator(robot.model, frame, robot.v_index) if frame else None)
 
     def _observer_gain(self, robot: Robot) -> np.ndarray:
         """K per velocity: the parameter per JointState joint; a floating base's six rows take
@@ -559,9 +561,7 @@ class DynamicsNode(RbdNode):
         joints = r if robot.direct_state else r[robot.v_index]
         self._emit(self.pub_external, rt.external_out, sec, nanosec, (joints,))
         if rt.wrench_out is not None and self.pub_wrench.readers:
-            w = external_wrench(robot.model, q, r, self.params['external_wrench_frame'],
-                                robot.v_index)
-            self._emit(self.pub_wrench, rt.wrench_out, sec, nanosec, (w,))
+            self._emit(self.pub_wrench, rt.wrench_out, sec, nanosec, (rt.wrench.estimate(q, r),))
         threshold = self.params['collision_threshold']
         if threshold and dt is not None and not self.collision:
             size = np.abs(joints)
