@@ -256,6 +256,10 @@ def test_the_wrench_estimate_s_least_squares_is_numpys_lstsq():
         assert np.allclose(external_wrench(model, q, r, 'tool0', joints),
                            np.linalg.lstsq(J.T, rj, rcond=WRENCH_RCOND)[0], rtol=1e-10,
                            atol=1e-12)
+    with pytest.raises(ValueError, match='not a mask'):
+        external_wrench(model, q, r, 'tool0', np.ones(model.nv, dtype=bool))
+    with pytest.raises(ValueError, match='velocity indices'):
+        external_wrench(model, q, r, 'tool0', [0, model.nv])
 
 
 @pytest.mark.parametrize('seed', [3, 11])

@@ -345,7 +345,6 @@ def report_json(summary):
             else:
                 entry['friction'].update(viscous_std=f['viscous_std'],
                                          coulomb_std=f['coulomb_std'])
-            entry['friction']['slow_samples'] = f['slow_samples']
         joints[name] = entry
     out = {'model': summary.model, 'logs': summary.logs, 'joints': joints}
     if summary.base is not None:

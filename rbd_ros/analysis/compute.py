@@ -61,8 +61,8 @@ BASE_ROWS = ('fx', 'fy', 'fz', 'tx', 'ty', 'tz')
 #: (a reversal, a joint held still) the friction is anything between -coulomb and coulomb,
 #: which no column of the model explains, and the low-pass blurs the speed's sign around a
 #: reversal: on a simulated Solo-12 with stiction (3% of the samples stuck) the Coulomb
-#: friction came out 40% low and the viscous friction took the rest; leaving out the rows
-#: under 0.05 rad/s gave both to 0.2%.
+#: friction came out 15-41% low and the viscous friction took the rest; leaving out the rows
+#: under 0.05 rad/s gave both within 0.6%.
 FRICTION_BAND = 0.05
 
 
@@ -370,10 +370,12 @@ class _LogSums:
             # joint friction unless friction is identified (then it is fitted whole)
             b = measured - rigid if options.friction else measured - model_torque
             equations = (rows, b, vj, self.friction_rows, self.band)
-            if base is not None and contacts is not None:
+            if base is not None and contacts is not None and options.payload_link is not None:
                 # the base's six rows too: no motor drives them (measured 0), so what the
                 # logged contacts leave of them is what a payload on the robot explains (the
-                # rows that weigh a payload on the base itself, which no joint carries)
+                # rows that weigh a payload on the base itself, which no joint carries); they
+                # have no friction column, so without a payload they would only add their
+                # residual (N, N m) to the joints' variance
                 b0 = base.v_index
                 zero = np.zeros(6)
                 equations = (np.r_[np.arange(b0, b0 + 6), rows],
@@ -389,7 +391,7 @@ class _LogSums:
                 normal[1] += g
                 normal[2] += bb[0]
                 normal[3] += int(bb[1])
-                normal[4] += left_out[-rows.size:]
+                normal[4] += left_out[left_out.size - rows.size:]
                 regressor, other = regressor + spent[0], other + spent[1]
             wall = time.perf_counter() - clock      # (threads: their seconds, as wall time)
             timings['dynamics'] += wall * regressor / max(regressor + other, 1e-12)
@@ -520,6 +522,11 @@ def combine(model, results, options):
                         'velocity_correlation': None if corr is None else
                         float(min(1.0, max(-1.0, corr)))}
     summary = Summary(model=model.name, logs=[_log_entry(r) for r in results], joints=joints)
+    if ok and options.identifying:
+        slow = sum(r.normal[4] for r in ok)
+        for j, name in enumerate(names):
+            if joints[name]['samples']:
+                joints[name]['slow_samples'] = int(slow[j])
     if base_joint(model) is not None:
         summary.base = _base_entry(model, options, ok)
     if ok and options.identifying:
@@ -619,8 +626,11 @@ def _identify(model, options, normal, summary):
             else:
                 summary.friction[name] = {'viscous': None, 'coulomb': None,
                                           'reason': 'the joint did not move enough in the logs'}
-            summary.friction[name]['slow_samples'] = int(normal[4][j])
     if options.payload_link is not None:
+        slow = int(np.sum(normal[4]))
+        if mode != 'all' and slow:
+            why += (f'; {slow} joint samples slower than --friction-band were left out (joints '
+                    'with Coulomb friction: in stiction it is unknown)')
         summary.payload = _payload_entry(model, options.payload_link, mode, why, x[nf:nf + 10],
                                          std[nf:nf + 10])
 

@@ -206,7 +206,8 @@ def external_wrench(model: rbd.Model, q, r, frame: str, joints=None) -> np.ndarr
     from the torques of ``joints`` (v indices; default all). Ill-posed where J^T has fewer than
     six independent rows (fewer than six joints between the base and the frame, a
     singularity): the wrench is then not determined, and this is the smallest that fits.
-    Per sample at a sensor's rate, make a :class:`WrenchEstimator` once instead."""
+    Each call sets up a :class:`WrenchEstimator` (a workspace, a first call): per sample at a
+    sensor's rate, make one once and call its ``estimate``."""
     estimator = WrenchEstimator(model, frame, joints)
     return estimator.estimate(array(q, model.nq, 'q', model), array(r, model.nv, 'r')).copy()
 
@@ -223,6 +224,8 @@ class WrenchEstimator:
         self.model = model
         self.data = model.create_data()
         self.frame = model.frame_id(frame)
+        if joints is not None and np.asarray(joints).dtype == bool:
+            raise ValueError('joints must be velocity indices, not a mask (np.flatnonzero)')
         joints = (np.arange(model.nv) if joints is None else
                   np.ascontiguousarray(joints, dtype=np.int64))
         if joints.ndim != 1 or (joints.size and
@@ -288,6 +291,10 @@ def wrench_least_squares(J, r, rcond, w):
     n, m = J.shape
     U = J.copy()
     G = np.eye(n)
+    # a row shrunk to rounding noise (J rank-deficient: a short chain, a singularity) points
+    # anywhere, so its rotations would never end: rows under 1e-14 |J| (far below rcond's
+    # cut, which they fall under anyway) are left as they are
+    negligible = 1e-28 * np.sum(J * J)
     for _ in range(JACOBI_SWEEPS):
         rotated = False
         for p in range(n - 1):
@@ -297,8 +304,8 @@ def wrench_least_squares(J, r, rcond, w):
                     alpha += U[p, i] * U[p, i]
                     beta += U[k, i] * U[k, i]
                     gamma += U[p, i] * U[k, i]
-                if abs(gamma) <= 1e-15 * np.sqrt(alpha * beta):
-                    continue                     # (already orthogonal, or a zero row)
+                if min(alpha, beta) <= negligible or abs(gamma) <= 1e-15 * np.sqrt(alpha * beta):
+                    continue                     # (a negligible row, or already orthogonal)
                 rotated = True
                 zeta = (beta - alpha) / (2.0 * gamma)
                 t = np.copysign(1.0, zeta) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
