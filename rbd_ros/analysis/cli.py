@@ -27,12 +27,13 @@ motion, plus the URDF's joint damping and friction. --identify friction fits, pe
 effort = inverse dynamics + viscous v + coulomb sign(v) (replacing the URDF's values);
 --identify payload:LINK fits a payload on LINK (all ten inertial parameters, or its mass and
 centre of mass when the motion cannot tell its inertia: the output says which). Given both,
-they are one least-squares problem.
+they are one least-squares problem. A joint with Coulomb friction is left out of it where it
+moves slower than --friction-band (stiction: its friction is then unknown).
 
 A legged robot (--floating-base, or a floating joint in the URDF): the base's state comes from
 --base-topic (nav_msgs/Odometry) and, with --contact-topic, the contact wrenches enter the
 inverse dynamics; the base's six rows (the external wrench the motion needs) are reported apart
-from the joints'.
+from the joints', and with the contacts they weigh a payload (one on the base: only they can).
 
 examples:
   python -m rbd_ros analyze ~/bags --urdf robot.urdf
@@ -41,7 +42,7 @@ examples:
   python -m rbd_ros analyze ~/fleet --urdf robot.urdf --workers auto --profile
   python -m rbd_ros analyze /shared/fleet --urdf robot.urdf --scheduler tcp://10.0.0.5:8786
   python -m rbd_ros analyze solo_run/ --urdf solo12.urdf --floating-base \\
-      --contact-topic /rbd_sim/contact_wrenches
+      --contact-topic /rbd_sim/contact_wrenches --identify friction --identify payload:base_link
 '''
 
 
