@@ -270,6 +270,29 @@ def test_solo12_joint_residuals_at_noise_level_and_base_rows_equal_the_contacts(
           np.round(base['residual_rms'], 4), 'contacts\' resultant', np.round(mean, 4))
 
 
+def test_identification_on_the_recorded_run_finds_what_the_model_lacks_nothing(solo_bag,
+                                                                             tmp_path):
+    """The simulator's Solo-12 is the URDF's (no joint friction, no payload): identified from
+    the nodes' own messages as recorded, the friction and a payload on the base come out at
+    nothing, within what the filter leaves (test_analyze_legged_identify.py finds a backpack
+    and friction that are there)."""
+    bag, _ = solo_bag
+    report = tmp_path / 'report.json'
+    done = analyze(bag, '--urdf', SOLO, '--floating-base', '--contact-topic',
+                   '/rbd_sim/contact_wrenches', '--identify', 'friction', '--identify',
+                   'payload:base_link', '--json', report)
+    assert done.returncode == 0, done.stdout + done.stderr
+    print(done.stdout)
+    data = json.loads(report.read_text())
+    payload = data['payload']       # none: the mass within three standard errors of zero
+    assert payload['identified'] == 'nothing' and payload['reason'].startswith('no payload')
+    assert abs(payload['mass']) < 0.005 and payload['com'] is None, payload
+    for name, joint in data['joints'].items():
+        f = joint['friction']
+        assert f['coulomb'] is not None, (name, f)
+        assert abs(f['coulomb']) < 2e-3 and abs(f['viscous']) < 2e-3, (name, f)
+
+
 def test_without_contacts_the_joint_residuals_hold_the_contact_torques(solo_bag, tmp_path):
     """No --contact-topic: the base rows are the same (they do not depend on the contacts), the
     report says the joint residuals include the contacts, and the knees' residual is the torque

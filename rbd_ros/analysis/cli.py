@@ -406,7 +406,9 @@ def report_text(summary, wall):
     p = summary.payload
     if p is not None:
         lines.append('')
-        if p['mass'] is None or p['com'] is None:
+        if p['mass'] is not None and p['com'] is None and p['reason'].startswith('no payload'):
+            lines.append(f'payload on {p["link"]}: {p["reason"]}')
+        elif p['mass'] is None or p['com'] is None:
             lines.append(f'payload on {p["link"]}: not identified: {p["reason"]}')
         else:
             lines.append(f'payload on {p["link"]}: {p["mass"]:.4g} kg (std {p["mass_std"]:.2g}) '
@@ -534,7 +536,9 @@ def params_yaml(summary, n_logs):
     p = summary.payload
     if p is not None:
         if p['mass'] is None or p['com'] is None or p['mass'] <= 0:
-            warnings.append(f'payload on {p["link"]}: not identified, not written')
+            warnings.append(f'payload on {p["link"]}: '
+                            + ('none' if p['reason'].startswith('no payload') else
+                               'not identified') + ', not written')
         else:
             inertia = p['inertia'] or [0.0] * 6
             problem = _inertia_problem(inertia)
