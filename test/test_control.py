@@ -12,8 +12,8 @@ import pytest
 import rbd_ros.dynamics as rbd
 from rbd_ros.control import Reference, Trajectory, control_torques, tracking_error
 from rbd_ros.control.laws import FRICTION_SMOOTHING
-from rbd_ros.control.observer import (WRENCH_RCOND, MomentumObserver, external_wrench,
-                                     wrench_least_squares)
+from rbd_ros.control.observer import (WRENCH_RCOND, MomentumObserver, WrenchEstimator,
+                                     external_wrench, wrench_least_squares)
 from urdf_factory import random_urdf
 
 interpolate = pytest.importorskip('scipy.interpolate')
@@ -256,6 +256,9 @@ def test_the_wrench_estimate_s_least_squares_is_numpys_lstsq():
         assert np.allclose(external_wrench(model, q, r, 'tool0', joints),
                            np.linalg.lstsq(J.T, rj, rcond=WRENCH_RCOND)[0], rtol=1e-10,
                            atol=1e-12)
+        estimator = WrenchEstimator(model, 'tool0', joints)     # the node's one compiled call
+        assert np.allclose(estimator.estimate(q, r), external_wrench(model, q, r, 'tool0', joints),
+                           rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match='not a mask'):
         external_wrench(model, q, r, 'tool0', np.ones(model.nv, dtype=bool))
     with pytest.raises(ValueError, match='velocity indices'):

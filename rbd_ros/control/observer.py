@@ -206,10 +206,27 @@ def external_wrench(model: rbd.Model, q, r, frame: str, joints=None) -> np.ndarr
     from the torques of ``joints`` (v indices; default all). Ill-posed where J^T has fewer than
     six independent rows (fewer than six joints between the base and the frame, a
     singularity): the wrench is then not determined, and this is the smallest that fits.
-    Each call sets up a :class:`WrenchEstimator` (a workspace, a first call): per sample at a
-    sensor's rate, make one once and call its ``estimate``."""
-    estimator = WrenchEstimator(model, frame, joints)
-    return estimator.estimate(array(q, model.nq, 'q', model), array(r, model.nv, 'r')).copy()
+    Per sample at a sensor's rate, a :class:`WrenchEstimator` made once does it in one compiled
+    call."""
+    joints = velocity_indices(model, joints)
+    r = array(r, model.nv, 'r')
+    J = rbd.frame_jacobian(model, q, frame, reference='local')
+    w = np.empty(6)
+    wrench_least_squares(np.ascontiguousarray(J[:, joints]), np.ascontiguousarray(r[joints]),
+                         WRENCH_RCOND, w)
+    return w
+
+
+def velocity_indices(model: rbd.Model, joints) -> np.ndarray:
+    """``joints`` (v indices; None: all) as a checked int64 array."""
+    if joints is None:
+        return np.arange(model.nv)
+    if np.asarray(joints).dtype == bool:
+        raise ValueError('joints must be velocity indices, not a mask (np.flatnonzero)')
+    joints = np.ascontiguousarray(joints, dtype=np.int64)
+    if joints.ndim != 1 or (joints.size and not 0 <= joints.min() <= joints.max() < model.nv):
+        raise ValueError(f'joints must be velocity indices 0..{model.nv - 1}, got {joints}')
+    return joints
 
 
 class WrenchEstimator:
@@ -224,16 +241,9 @@ class WrenchEstimator:
         self.model = model
         self.data = model.create_data()
         self.frame = model.frame_id(frame)
-        if joints is not None and np.asarray(joints).dtype == bool:
-            raise ValueError('joints must be velocity indices, not a mask (np.flatnonzero)')
-        joints = (np.arange(model.nv) if joints is None else
-                  np.ascontiguousarray(joints, dtype=np.int64))
-        if joints.ndim != 1 or (joints.size and
-                                not 0 <= joints.min() <= joints.max() < model.nv):
-            raise ValueError(f'joints must be velocity indices 0..{model.nv - 1}, got {joints}')
-        self.joints = joints
+        self.joints = joints = velocity_indices(model, joints)
         self._J, self._Jj = np.empty((6, model.nv)), np.empty((6, joints.size))
-        self._w = np.empty(6)
+        self._rj, self._w = np.empty(joints.size), np.empty(6)
         self._fused = JIT_ENABLED and model.direct
         with compile_lock():   # compiled (or loaded from numba's cache) here, not on a sample
             self.estimate(model.neutral(), np.zeros(model.nv))
@@ -247,25 +257,22 @@ class WrenchEstimator:
                              f'model nq {model.nq} and nv {model.nv}')
         if self._fused:
             status = wrench_estimate(self.data.handle, q, self.frame, self.joints, r, self._J,
-                                     self._Jj, self._w)
+                                     self._Jj, self._rj, self._w)
             if status != 0:
                 raise ValueError(f'external wrench: q does not fit the model (status {status})')
         else:
-            J = rbd.frame_jacobian(model, q, self.frame, reference='local', data=self.data)
-            wrench_least_squares(np.ascontiguousarray(J[:, self.joints]),
-                                 np.ascontiguousarray(r[self.joints]), WRENCH_RCOND, self._w)
+            self._w[:] = external_wrench(model, q, r, self.frame, self.joints)
         return self._w
 
 
 @kernel
-def wrench_estimate(h, q, frame, joints, r, J, Jj, w):
+def wrench_estimate(h, q, frame, joints, r, J, Jj, rj, w):
     """external_wrench in one call: the frame's local Jacobian J (the core's frame_jacobian
-    over the workspace behind the handle h), its columns ``joints`` into Jj, then
-    :func:`wrench_least_squares` of r's entries ``joints`` into w. Returns the core's status."""
+    over the workspace behind the handle h), its columns ``joints`` into Jj and r's entries
+    into rj, then :func:`wrench_least_squares` into w. Returns the core's status."""
     body_int, body_float, ws = model_tables(h)
     status = frame_jacobian(body_int, body_float, ws, q, frame, REFERENCE_LOCAL, J)
     if status == 0:
-        rj = np.empty(joints.size)
         for k in range(joints.size):
             Jj[:, k] = J[:, joints[k]]
             rj[k] = r[joints[k]]
