@@ -81,6 +81,37 @@ def test_passed_in_workspace_gives_the_same_results():
         rbd.gravity_torques(model, state[0], data='not a workspace')
 
 
+def test_a_dropped_model_is_freed_at_once_without_the_cyclic_collector():
+    """A model and its threads' workspaces hold no reference cycle: a node that swaps its
+    description (or payload) frees the old model when it drops it, not at a collection of
+    Python's cyclic collector, which would pause a message's callback."""
+    import gc
+    import weakref
+    for mimic, closed in ((True, False), (False, True)):
+        path = (os.path.join(os.path.dirname(__file__), '..', 'rbd_ros', 'robots',
+                             'parallel_ankle.urdf') if closed else None)
+        model = (rbd.Model.from_urdf(path) if closed
+                 else rbd.Model.from_urdf(random_urdf(6, n_links=7, mimic=mimic),
+                                          floating_base=True))
+        model = model.with_payload(model.frame_names[-1], 0.5, np.zeros(3), np.eye(3) * 1e-3)
+        rng = np.random.default_rng(6)
+        q, v = model.random_configuration(rng), rng.normal(size=model.nv)
+        rbd.mass_matrix(model, q)       # the calling thread's workspace, made on first use
+        worker = threading.Thread(target=lambda: rbd.gravity_torques(model, q))
+        worker.start()
+        worker.join()
+        # (the thread's own workspace passed as data= is this model's)
+        assert np.array_equal(rbd.nonlinear_effects(model, q, v, data=model._thread.data),
+                              rbd.nonlinear_effects(model, q, v))
+        alive = weakref.ref(model)
+        gc.disable()
+        try:
+            del model
+            assert alive() is None, 'the model is kept by a reference cycle'
+        finally:
+            gc.enable()
+
+
 def test_model_arrays_are_read_only():
     model = rbd.Model.from_urdf(random_urdf(2, n_links=5))
     for name in ('body_int', 'body_float', 'gravity', 'armature', 'lower_limits', 'damping',

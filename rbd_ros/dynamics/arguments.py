@@ -26,7 +26,8 @@ def workspace(model, data):
     calling thread's own."""
     if data is None:
         return model._thread.data
-    if not isinstance(data, Data) or data.model is not model:
+    # (a thread's own Data holds a weak proxy of its model: data.ThreadData)
+    if not isinstance(data, Data) or (data.model is not model and data is not model._thread.data):
         raise ValueError('data must be a workspace of this model (model.create_data())')
     return data
 

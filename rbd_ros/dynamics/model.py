@@ -265,7 +265,7 @@ class Model:
         if fatal:
             raise_errors([(w.error, f'{w} (a warning; refused by strict={strict!r})')
                           for w in fatal])
-        self._thread = ThreadData(self)       # each thread's default workspace
+        self._thread = ThreadData.of(self)       # each thread's default workspace
 
     def __getstate__(self):
         """Pickle everything but the per-thread workspaces (made again on first use), and say
@@ -280,7 +280,7 @@ class Model:
         for name in state.pop('_read_only_arrays'):
             state[name].setflags(write=False)
         self.__dict__.update(state)
-        self._thread = ThreadData(self)
+        self._thread = ThreadData.of(self)
 
     # ------------------------------------------------------------------------------------
     @classmethod
@@ -392,7 +392,7 @@ class Model:
         clone._body_float = body_float
         clone.body_float = _read_only(table)
         clone.total_mass = float(np.sum(table[1:, L.INERTIA]))
-        clone._thread = ThreadData(clone)
+        clone._thread = ThreadData.of(clone)
         return clone
 
     @property
@@ -444,7 +444,7 @@ class Model:
         clone.joints = [joint[info.name] for info in self.joints]
         clone.joint = {info.name: info for info in clone.joints}
         clone.damping, clone.friction = _read_only(damping_v), _read_only(friction_v)
-        clone._thread = ThreadData(clone)
+        clone._thread = ThreadData.of(clone)
         return clone
 
     def _massless_joint_warnings(self, robot, body_rows, inertia, armature_full):
