@@ -101,3 +101,44 @@ def test_processes_load_a_complete_cache_at_once():
     finally:
         first.kill()
         first.wait()
+
+
+FIRST_CALL = '''
+import numpy as np
+import rbd_ros.dynamics as rbd
+from rbd_ros.dynamics import _jit, entry_points
+assert _jit._load_on_first_call(), 'the cache is complete: kernels load on first call'
+loaded = lambda: sorted(d.py_func.__name__ for d in _jit.FIRST_CALL if d.signatures)
+assert len(_jit.FIRST_CALL) > 20 and loaded() == [], loaded()
+model = rbd.Model.from_urdf('rbd_ros/robots/rbd_arm7.urdf')
+data, tau = model.create_data(), np.zeros(7)
+q = np.linspace(-1, 1, 7)
+g = rbd.gravity_torques(model, q)
+assert loaded() == ['gravity_entry'], loaded()
+# the first call of a kernel with other types: loaded, and refused (TypeError), not compiled
+try:
+    entry_points.rnea_entry(data.handle, q.astype(np.float32), q, q, tau)
+    raise SystemExit('float32 accepted')
+except TypeError as exc:
+    assert 'No matching definition' in str(exc), exc
+assert len(entry_points.rnea_entry.signatures) == 1
+assert entry_points.rnea_entry(data.handle, q, 0 * q, 0 * q, tau) == 0
+assert np.array_equal(tau, g), (tau, g)
+assert np.array_equal(rbd.gravity_torques(model, list(q)), g)    # (a list: converted)
+assert _jit.load_signature_kernels() == len(_jit.FIRST_CALL) - 2
+assert len(loaded()) == len(_jit.FIRST_CALL) and _jit.load_signature_kernels() == 0
+print('ok')
+'''
+
+
+@pytest.mark.skipif(os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0'), reason='needs numba')
+def test_signature_kernels_load_on_first_call_and_keep_their_one_signature():
+    """With a complete cache, importing the core loads no signature kernel (they took a third
+    of every import); the first call loads one, and it still takes exactly its signature (a
+    TypeError for any other types, which the public functions rely on); the nodes load the
+    rest before they spin (load_signature_kernels)."""
+    pytest.importorskip('numba')
+    import rbd_ros.dynamics  # noqa: F401 - fills and marks the cache if it was not
+    result = run(['-c', FIRST_CALL])
+    assert result.returncode == 0 and result.stdout.strip().endswith('ok'), \
+        result.stdout + result.stderr

@@ -254,8 +254,71 @@ def kernel(fn=None, signature=None, parallel=False):
             dispatcher = _numba.njit(**options)(function)
             DEFERRED.append((dispatcher, signature))
             return dispatcher
+        if _load_on_first_call():
+            del options['cache']
+            dispatcher = _FirstCallDispatcher(py_func=function, locals={},
+                                              targetoptions=dict(options, nopython=True))
+            dispatcher.enable_caching()
+            dispatcher.first_signature = signature
+            FIRST_CALL.append(dispatcher)
+            return dispatcher
         return _numba.njit(signature, **options)(function)
     return wrap if fn is None else wrap(fn)
+
+
+@functools.lru_cache(maxsize=None)
+def _load_on_first_call() -> bool:
+    """Whether signature kernels load from numba's cache on their first call (a cache a
+    process has filled for these very sources), rather than at import: loading the dynamics
+    core's ~60 took 215-245 ms of every import (3.5 ms each), though a node or an analysis
+    calls a handful. While the cache is being filled they compile at import, all of them, as
+    the COMPLETE_MARK promises."""
+    return JIT_ENABLED and cache_is_complete()
+
+
+if _numba is not None:
+    import threading as _threading
+
+    from numba.core.registry import CPUDispatcher as _CPUDispatcher
+
+    class _FirstCallDispatcher(_CPUDispatcher):
+        """A signature kernel that loads its one signature (``first_signature``) from numba's
+        cache on its first call, then takes no other: a call of other argument types raises
+        TypeError from then on, exactly as an eagerly compiled signature kernel does (the
+        public functions rely on it to tell which inputs need converting). numba calls
+        ``_compile_for_args`` when no loaded signature matches and compiling is allowed, then
+        calls what it returns."""
+        first_signature = None
+        _first_call_lock = _threading.Lock()
+
+        def load(self) -> None:
+            """Load the signature (the caller holds compile_lock) unless loaded."""
+            with self._first_call_lock:
+                if self._can_compile:
+                    self.compile(self.first_signature)
+                    self.disable_compile()
+
+        def _compile_for_args(self, *args, **kws):
+            if self._can_compile:
+                with compile_lock():
+                    self.load()
+            return self     # (numba calls what this returns with the arguments: a dispatch)
+
+
+#: the signature kernels that load on their first call (_FirstCallDispatcher)
+FIRST_CALL = []
+
+
+def load_signature_kernels() -> int:
+    """Load now every signature kernel that would load on its first call; how many it loaded.
+    For a process that serves messages (the nodes, before they spin): a kernel's first call
+    costs ~3.5 ms, three late messages at 1 kHz, paid here at start-up instead."""
+    pending = [d for d in FIRST_CALL if d._can_compile]
+    if pending:
+        with compile_lock():
+            for dispatcher in pending:
+                dispatcher.load()
+    return len(pending)
 
 
 if _numba is not None:

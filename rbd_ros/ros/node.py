@@ -523,12 +523,16 @@ def spin(executor, context=None, duration: float | None = None,
     call ``on_tick`` every ``tick_period`` s (it returns True to stop).
 
     Spins in slices of at most 0.2 s: rclpy's EventsExecutor.spin() never returns to Python,
-    where a signal handler runs. First, everything allocated so far (rclpy, numba, the model:
+    where a signal handler runs. First, every compiled kernel not loaded yet is loaded from
+    numba's cache; then everything allocated so far (rclpy, numba, the model:
     ~130,000 objects that live as long as the process) is moved out of reach of Python's
     cyclic collector, whose full pass over them measured 67 ms: 67 messages late at 1 kHz."""
     import rclpy
     from rclpy.task import Future
 
+    from rbd_ros.dynamics._jit import load_signature_kernels
+
+    load_signature_kernels()    # (else each loads on its first call: ~3.5 ms of one message)
     gc.freeze()
     wake = Future() if wake is None else wake     # done: the slice ends at once
     start = time.monotonic()
