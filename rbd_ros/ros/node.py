@@ -32,6 +32,8 @@ from rclpy.exceptions import InvalidHandle
 from rclpy.node import Node
 from std_msgs.msg import String
 
+from rbd_ros.dynamics._jit import load_signature_kernels
+
 from .cdr import CdrChecker
 from .diagnostics import Stats, diagnostic_status
 from .joint_states import Rejected
@@ -105,6 +107,10 @@ class RbdNode(Node):
                          parameter_overrides=parameter_overrides, cli_args=cli_args)
         self.params = declare_parameters(self, self.PARAMS)
         self._name_undeclared_parameters()
+        # every compiled kernel, from numba's cache, now: loaded on a first call instead, each
+        # would make a message ~3.5 ms late (and numba's first load sets up its registries:
+        # 0.3 s, with collector passes of 30 ms that /diagnostics would count as the node's)
+        load_signature_kernels()
         self.stats = Stats()
         self.runtime = None
         self.payload = None             # (link, mass, com, inertia about the COM) or None
@@ -523,16 +529,12 @@ def spin(executor, context=None, duration: float | None = None,
     call ``on_tick`` every ``tick_period`` s (it returns True to stop).
 
     Spins in slices of at most 0.2 s: rclpy's EventsExecutor.spin() never returns to Python,
-    where a signal handler runs. First, every compiled kernel not loaded yet is loaded from
-    numba's cache; then everything allocated so far (rclpy, numba, the model:
+    where a signal handler runs. First, everything allocated so far (rclpy, numba, the model:
     ~130,000 objects that live as long as the process) is moved out of reach of Python's
     cyclic collector, whose full pass over them measured 67 ms: 67 messages late at 1 kHz."""
     import rclpy
     from rclpy.task import Future
 
-    from rbd_ros.dynamics._jit import load_signature_kernels
-
-    load_signature_kernels()    # (else each loads on its first call: ~3.5 ms of one message)
     gc.freeze()
     wake = Future() if wake is None else wake     # done: the slice ends at once
     start = time.monotonic()
