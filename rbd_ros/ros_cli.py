@@ -26,6 +26,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 
 DISCOVERY_S = 5.0
 
@@ -97,6 +98,9 @@ def main(argv=None):
         status = 1
     except Interrupted:
         status = 0 if args.command == 'echo' else 130
+    except Exception:   # noqa: BLE001 - said here: a hung teardown would exit without it
+        traceback.print_exc()
+        status = 1
     finally:
         for sig in previous:          # a second Ctrl-C in the teardown and the exit is ignored,
             signal.signal(sig, signal.SIG_IGN)   # as node.run does (a terminal may send two)
@@ -112,7 +116,8 @@ def _teardown(node, status) -> None:
     """Destroy the node and shut rclpy down, within TEARDOWN_S: the command's output is whole
     by then. Twice under CI's load a Jazzy echo that had printed its message was still running
     120 s later (where it waited, not seen: nor reproduced in 120 echoes here, loaded or not).
-    Past the limit: one line naming the step, and the exit, with the command's status."""
+    Past the limit: one line naming the step, and the exit (os._exit, which ends a process that
+    called main() in-process too), with the command's status."""
     import rclpy
     step = ['destroy_node']
     done = threading.Event()
@@ -128,8 +133,10 @@ def _teardown(node, status) -> None:
     if not done.wait(TEARDOWN_S):
         print(f'warning: {step[0]}() did not return in {TEARDOWN_S:g} s; exiting without it',
               file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(status)
+        try:
+            sys.stdout.flush()
+        finally:
+            os._exit(status)
 
 
 class Interrupted(Exception):

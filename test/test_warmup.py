@@ -125,6 +125,13 @@ assert len(entry_points.rnea_entry.signatures) == 1
 assert entry_points.rnea_entry(data.handle, q, 0 * q, 0 * q, tau) == 0
 assert np.array_equal(tau, g), (tau, g)
 assert np.array_equal(rbd.gravity_torques(model, list(q)), g)    # (a list: converted)
+# nor does numba's typing of a compiled caller add a specialisation (it calls compile)
+from numba import types
+try:
+    entry_points.frame_placements_entry.compile((_jit.HANDLE, types.float32[::1], _jit.MATRIX))
+    raise SystemExit('another signature compiled')
+except TypeError as exc:
+    assert 'compiled for' in str(exc), exc
 assert _jit.load_signature_kernels() == len(_jit.FIRST_CALL) - 2
 assert len(loaded()) == len(_jit.FIRST_CALL) and _jit.load_signature_kernels() == 0
 print('ok')

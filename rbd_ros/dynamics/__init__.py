@@ -15,8 +15,8 @@ from ._jit import (DEFER_COMPILE, JIT_ENABLED, cache_is_complete, compile_lock,
                    mark_cache_complete)
 
 _filling = JIT_ENABLED and not cache_is_complete()
-with compile_lock(exclusive=_filling):   # importing the entry points compiles them, or loads
-    # numba's cache
+with compile_lock(exclusive=_filling):   # importing the entry points compiles them while the
+    # cache is filled (else they load from it on their first call: _jit._FirstCallDispatcher)
     from .api import (REFERENCES, FramePoses, center_of_mass, center_of_mass_jacobian,
                       centroidal_momentum, centroidal_momentum_matrix, coriolis_matrix,
                       difference, forward_dynamics, forward_dynamics_derivatives,

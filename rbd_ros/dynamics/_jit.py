@@ -10,6 +10,7 @@ import hashlib
 import os
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as _np
@@ -182,10 +183,11 @@ def compile_lock(exclusive=None):
     the other, the first filling the cache for the others, instead of racing on its files),
     shared once a process has filled it (cache_is_complete: sixteen processes started together
     then load it at once; they took turns before, 0.8 s each). ``exclusive`` forces either. A
-    process killed mid-compile releases the lock with its death. No-op without numba or
-    fcntl."""
-    if _numba is None:
-        yield
+    process killed mid-compile releases the lock with its death. Within it, the same thread
+    takes it again for nothing (a kernel's first call in a section that holds it). No-op
+    without numba or fcntl."""
+    if _numba is None or getattr(_lock_held, 'depth', 0):
+        yield          # (held by this thread already: a first call inside a locked section)
         return
     try:
         import fcntl
@@ -213,10 +215,15 @@ def compile_lock(exclusive=None):
                 fcntl.flock(handle, mode)
             except KeyboardInterrupt:        # Ctrl-C while waiting: leave, without a traceback
                 raise SystemExit(130) from None
+        _lock_held.depth = 1
         try:
             yield
         finally:
+            _lock_held.depth = 0
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+_lock_held = threading.local()     # depth 1 in the thread that holds compile_lock
 
 
 #: seconds to wait for the compile lock before saying so (processes started together, such as
@@ -269,16 +276,14 @@ def kernel(fn=None, signature=None, parallel=False):
 @functools.lru_cache(maxsize=None)
 def _load_on_first_call() -> bool:
     """Whether signature kernels load from numba's cache on their first call (a cache a
-    process has filled for these very sources), rather than at import: loading the dynamics
-    core's ~60 took 215-245 ms of every import (3.5 ms each), though a node or an analysis
-    calls a handful. While the cache is being filled they compile at import, all of them, as
-    the COMPLETE_MARK promises."""
+    process has filled for these very sources), rather than at import: loading the 29 took
+    0.4 s of every import of the dynamics core, though an analysis or a script calls a few.
+    While the cache is being filled they compile at import, all of them, as the COMPLETE_MARK
+    promises."""
     return JIT_ENABLED and cache_is_complete()
 
 
 if _numba is not None:
-    import threading as _threading
-
     from numba.core.registry import CPUDispatcher as _CPUDispatcher
 
     class _FirstCallDispatcher(_CPUDispatcher):
@@ -289,20 +294,42 @@ if _numba is not None:
         ``_compile_for_args`` when no loaded signature matches and compiling is allowed, then
         calls what it returns."""
         first_signature = None
-        _first_call_lock = _threading.Lock()
+        _first_call_lock = threading.Lock()
 
         def load(self) -> None:
-            """Load the signature (the caller holds compile_lock) unless loaded."""
+            """Load the signature (the caller holds compile_lock) unless loaded: from numba's
+            cache while it is still of the sources this process imported, else compiled here
+            without it (another process may have refilled it for changed sources since, and
+            numba checks a kernel against its own file only)."""
             with self._first_call_lock:
                 if self._can_compile:
+                    if not cache_is_complete():
+                        from numba.core.caching import NullCache
+                        self._cache = NullCache()
                     self.compile(self.first_signature)
                     self.disable_compile()
+
+        def compile(self, sig):
+            """``first_signature`` only: numba's typing of a compiled caller would otherwise
+            add a specialisation for the caller's argument types."""
+            from numba.core import sigutils
+            args, _ = sigutils.normalize_signature(sig)
+            if tuple(args) != tuple(self.first_signature.args):
+                raise TypeError(f'{self.py_func.__name__} is compiled for '
+                                f'{self.first_signature} only, not for {args}')
+            return super().compile(sig)
 
         def _compile_for_args(self, *args, **kws):
             if self._can_compile:
                 with compile_lock():
                     self.load()
             return self     # (numba calls what this returns with the arguments: a dispatch)
+
+    def _first_call_lock_after_fork():
+        # (a lock a thread held at the fork would stay held in the child)
+        _FirstCallDispatcher._first_call_lock = threading.Lock()
+
+    os.register_at_fork(after_in_child=_first_call_lock_after_fork)
 
 
 #: the signature kernels that load on their first call (_FirstCallDispatcher)

@@ -107,9 +107,10 @@ class RbdNode(Node):
                          parameter_overrides=parameter_overrides, cli_args=cli_args)
         self.params = declare_parameters(self, self.PARAMS)
         self._name_undeclared_parameters()
-        # every compiled kernel, from numba's cache, now: loaded on a first call instead, each
-        # would make a message ~3.5 ms late (and numba's first load sets up its registries:
-        # 0.3 s, with collector passes of 30 ms that /diagnostics would count as the node's)
+        # every signature kernel (the core's entry points), from numba's cache, now: loaded on
+        # a first call instead, each would make a message ~3.5 ms late (and numba's first load
+        # sets up its registries: 0.3 s, with collector passes of 30 ms that /diagnostics would
+        # count as the node's). The batch, simulator and observer kernels load as before.
         load_signature_kernels()
         self.stats = Stats()
         self.runtime = None
