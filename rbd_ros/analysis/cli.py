@@ -406,7 +406,8 @@ def report_text(summary, wall):
     p = summary.payload
     if p is not None:
         lines.append('')
-        if p['mass'] is not None and p['com'] is None and p['reason'].startswith('no payload'):
+        from .compute import no_payload
+        if p['mass'] is not None and p['com'] is None and no_payload(p):
             lines.append(f'payload on {p["link"]}: {p["reason"]}')
         elif p['mass'] is None or p['com'] is None:
             lines.append(f'payload on {p["link"]}: not identified: {p["reason"]}')
@@ -536,8 +537,9 @@ def params_yaml(summary, n_logs):
     p = summary.payload
     if p is not None:
         if p['mass'] is None or p['com'] is None or p['mass'] <= 0:
+            from .compute import no_payload
             warnings.append(f'payload on {p["link"]}: '
-                            + ('none' if p['reason'].startswith('no payload') else
+                            + ('none' if no_payload(p) else
                                'not identified') + ', not written')
         else:
             inertia = p['inertia'] or [0.0] * 6

@@ -54,6 +54,9 @@ INERTIA_TOLERANCE = 0.1
 #: centre of mass (first moment over mass) would be noise over noise (a recorded Solo-12 run
 #: with none: 5.4e-5 kg, standard error 4.5e-5, "centre of mass" 5.8 m up)
 NO_PAYLOAD_SIGMAS = 3.0
+#: how the reason of such a payload entry starts (the report and the parameters file tell
+#: "none" from "not identified" by it: no_payload)
+NO_PAYLOAD = 'no payload'
 #: the default base topic: what sim_node publishes (docs/ros.md)
 BASE_TOPIC = '/rbd_sim/base_state'
 #: the stages of a log's analysis, in order (``--profile``)
@@ -664,6 +667,12 @@ def _inertia_spread(model, link, delta, inertia_std):
     return float(np.sqrt(np.sum(inertia_std ** 2)) / max(np.linalg.norm(inertia), 1e-300))
 
 
+def no_payload(entry) -> bool:
+    """Whether a payload entry says the link carries none (a mass within NO_PAYLOAD_SIGMAS
+    standard errors of zero), rather than that the payload was not identified."""
+    return entry['reason'].startswith(NO_PAYLOAD)
+
+
 def _payload_entry(model, link, mode, why, delta, std):
     """The report's payload: what was identified, and why not more."""
     nothing = {'link': link, 'mass': None, 'com': None, 'inertia': None,
@@ -672,7 +681,7 @@ def _payload_entry(model, link, mode, why, delta, std):
         return nothing
     if abs(delta[0]) <= NO_PAYLOAD_SIGMAS * std[0]:
         return {**nothing, 'mass': float(delta[0]), 'mass_std': float(std[0]),
-                'reason': f'no payload: its mass, {delta[0]:.3g} kg, is within '
+                'reason': f'{NO_PAYLOAD}: its mass, {delta[0]:.3g} kg, is within '
                           f'{NO_PAYLOAD_SIGMAS:g} standard errors ({std[0]:.2g} kg) of zero'}
     try:
         mass, com, inertia = payload_from_parameters(model, link, delta, mode == 'all')
