@@ -282,6 +282,23 @@ def test_the_observer_s_one_call_equals_the_core_s_entry_points(seed):
         assert np.array_equal(fused.update(q, v, tau, dt), plain.update(q, v, tau, dt))
     with pytest.raises(ValueError, match='does not fit the model'):
         fused.update(np.zeros(model.nq + 1), np.zeros(model.nv), np.zeros(model.nv), 1e-3)
+    # forward dynamics from the same call: the core's, to rounding, on either path; asking
+    # for it leaves r as it was
+    with_qdd, without = MomentumObserver(model, 30.0), MomentumObserver(model, 30.0)
+    plain.reset()
+    qdd, plain_qdd = np.full(model.nv, np.nan), np.full(model.nv, np.nan)
+    for k in range(50):
+        q = model.random_configuration(rng)
+        v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        dt = None if k == 0 else 1e-3
+        r = with_qdd.update(q, v, tau, dt, qdd)
+        assert np.array_equal(r, without.update(q, v, tau, dt))
+        plain.update(q, v, tau, dt, plain_qdd)
+        expected = rbd.forward_dynamics(model, q, v, tau)
+        for got in (qdd, plain_qdd):
+            assert np.allclose(got, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+    with pytest.raises(ValueError, match='qdd must be'):
+        with_qdd.update(q, v, tau, 1e-3, np.empty(model.nv + 1))
     mimic = rbd.Model.from_urdf(random_urdf(seed, mimic=True))
     if mimic.has_mimic:
         observer = MomentumObserver(mimic, 30.0)

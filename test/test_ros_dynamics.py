@@ -53,9 +53,13 @@ def diagnostics_values(box):
     return {}
 
 
-@pytest.mark.parametrize('qos', [BEST_EFFORT, RELIABLE], ids=['best_effort', 'reliable'])
-def test_gravity_and_forward_dynamics_equal_core(ros, qos):
-    node = ros.start(DynamicsNode, {'robot_description': ARM})
+@pytest.mark.parametrize('qos, gain', [(BEST_EFFORT, 50.0), (RELIABLE, 0.0)],
+                         ids=['best_effort-observer_on', 'reliable-observer_off'])
+def test_gravity_and_forward_dynamics_equal_core(ros, qos, gain):
+    """With the observer on (the defaults) forward dynamics comes from its call's M and n;
+    off, from ABA: the core's either way."""
+    node = ros.start(DynamicsNode, {'robot_description': ARM, 'observer_gain': [gain]})
+    assert node.runtime.observer.enabled == (gain > 0)
     model = rbd.Model.from_urdf(ARM)
     gravity, fd = ros.collect(JointState, GRAVITY), ros.collect(JointTrajectory, FD)
     pub = ros.publisher(JointState, 'joint_states', qos, wait_for=1)

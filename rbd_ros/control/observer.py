@@ -28,6 +28,11 @@ period, as a simulator or a digital drive applies it, and as joint_states report
 With an exact model and no contact, r stays at the integration error (below 1e-3 N m on the
 bundled arm moving at up to 8 rad/s, sampled at 1 kHz: 8e-4 against 5e-4 with the trapezoid on
 C^T v, which costs a Coriolis matrix per sample).
+
+M and n are what forward dynamics needs too: ``update(..., qdd=...)`` also solves
+M qdd = tau - n (the core's CRBA route, its LTDL factorisation of M over the tree's parent
+array), which dynamics_node publishes as ~/forward_dynamics: one compiled call gives both
+outputs, where ABA beside the observer recomputed the same kinematics.
 """
 from __future__ import annotations
 
@@ -35,12 +40,14 @@ import numpy as np
 
 import rbd_ros.dynamics as rbd
 from rbd_ros.dynamics._jit import JIT_ENABLED, compile_lock, kernel
-from rbd_ros.dynamics.arguments import array
+from rbd_ros.dynamics.arguments import array, raise_status
+from rbd_ros.dynamics.checks import SINGULAR
 from rbd_ros.dynamics.crba import crba
-from rbd_ros.dynamics.entry_points import model_tables, no_external_wrench
+from rbd_ros.dynamics.entry_points import dof_tables, model_tables, no_external_wrench
 from rbd_ros.dynamics.kinematics import frame_jacobian
 from rbd_ros.dynamics.layout import REFERENCE_LOCAL
 from rbd_ros.dynamics.rnea import rnea
+from rbd_ros.dynamics.spd import ltdl_factor_at, ltdl_solve_at
 
 from .laws import FRICTION_SMOOTHING
 
@@ -72,6 +79,7 @@ class MomentumObserver:
         self._M = np.zeros((n, n))
         # M and n of the sample (the fused call's outputs)
         self._M_now, self._n_now = np.zeros((n, n)), np.zeros(n)
+        self._no_qdd = np.empty(0)                  # (qdd not asked for)
         self._fused = JIT_ENABLED and model.direct
         self.gain = self._consts[C_GAIN]            # (views: set in place)
         self.r = self._state[S_R]
@@ -99,14 +107,23 @@ class MomentumObserver:
         self.peak[:] = 0.0
         self.peaked = False
 
-    def update(self, q, v, tau, dt: float | None) -> np.ndarray:
+    def update(self, q, v, tau, dt: float | None, qdd: np.ndarray | None = None) -> np.ndarray:
         """The external torques r after a sample (q, v, measured tau), dt s after the previous
-        one (None: the first sample). Returns ``self.r``, overwritten by the next update."""
+        one (None: the first sample). Returns ``self.r``, overwritten by the next update.
+        ``qdd`` (nv float64, C-contiguous): also receives the forward dynamics
+        M(q)^-1 (tau - n(q, v)), rbd.forward_dynamics(model, q, v, tau) to rounding, from the
+        same M and n."""
         # (0: the first sample, which sets p(0))
         step = float(dt) if dt is not None and self._started else 0.0
+        if qdd is not None and (qdd.shape != (self.model.nv,) or qdd.dtype != np.float64):
+            raise ValueError(f'observer: qdd must be {self.model.nv} float64 values, got '
+                             f'{qdd.shape} {qdd.dtype}')
         if self._fused:
             status = observer_update(self.data.handle, q, v, tau, self.data.zero_v, self._consts,
-                                     self._state, self._M, self._M_now, self._n_now, step)
+                                     self._state, self._M, self._M_now, self._n_now, step,
+                                     self._no_qdd if qdd is None else qdd)
+            if status == SINGULAR:
+                raise_status(status, ())
             if status != 0:
                 raise ValueError(f'observer: the sample does not fit the model (status '
                                  f'{status}: {len(q)} positions, {len(v)} velocities for '
@@ -117,6 +134,8 @@ class MomentumObserver:
             n = rbd.nonlinear_effects(model, q, v, data=d)
             observer_step(M, n, np.asarray(v, dtype=float), np.asarray(tau, dtype=float),
                           self._consts, self._state, self._M, step)
+            if qdd is not None:
+                qdd[:] = rbd.forward_dynamics(model, q, v, tau, method='crba', data=d)
         self.peaked = self.peaked or step != 0.0
         self._started = True
         return self.r
@@ -171,16 +190,29 @@ def observer_step(M, n, v, tau, consts, state, M_prev, dt):
 
 
 @kernel
-def observer_update(h, q, v, tau, a0, consts, state, M_prev, M, n, dt):
+def observer_update(h, q, v, tau, a0, consts, state, M_prev, M, n, dt, qdd):
     """One sample in one call: M(q) (CRBA) and n(q, v) (RNEA at a0 = 0) into ``M`` and ``n``
-    from the workspace behind the handle ``h``, then :func:`observer_step`. Returns the core's
-    status (0: the sample fits the model; otherwise nothing was updated)."""
+    from the workspace behind the handle ``h``, then :func:`observer_step`; then, when ``qdd``
+    is not empty, forward dynamics qdd = M^-1 (tau - n), M factorised in place over the tree's
+    parent array (spd.py; the step has copied M to M_prev already). Returns the core's status
+    (0: the sample fits the model; otherwise nothing was updated; SINGULAR: r is updated, M is
+    not positive definite)."""
     body_int, body_float, ws = model_tables(h)
     status = crba(body_int, body_float, ws, q, M)
     if status == 0:
         status = rnea(body_int, body_float, ws, q, v, a0, no_external_wrench(h), n)
-    if status == 0:
-        observer_step(M, n, v, tau, consts, state, M_prev, dt)
+    if status != 0:
+        return status
+    observer_step(M, n, v, tau, consts, state, M_prev, dt)
+    nv = n.shape[0]
+    if qdd.shape[0] == nv:
+        _, dof_parent = dof_tables(h)
+        for i in range(nv):
+            qdd[i] = tau[i] - n[i]
+        flat = M.reshape(nv * nv)
+        if not ltdl_factor_at(flat, 0, nv, dof_parent, nv):
+            return SINGULAR
+        ltdl_solve_at(flat, 0, nv, dof_parent, nv, qdd, 0, 1)
     return status
 
 

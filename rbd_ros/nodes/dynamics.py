@@ -136,6 +136,8 @@ class Runtime:
     reference: Reference             # per JointState joint: held positions and trajectories
     observer: MomentumObserver       # the external torques (the model's velocities)
     wrench: WrenchEstimator | None   # the wrench on external_wrench_frame from them
+    qdd: np.ndarray                  # forward dynamics (the model's velocities), written by
+    #                                  the observer's call when both run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,7 +248,8 @@ class DynamicsNode(RbdNode):
             wrench_out=wrench_out(frame) if frame else None,
             reference=Reference(len(joints)),
             observer=MomentumObserver(robot.model, self._observer_gain(robot)),
-            wrench=WrenchEstimator(robot.model, frame, robot.v_index) if frame else None)
+            wrench=WrenchEstimator(robot.model, frame, robot.v_index) if frame else None,
+            qdd=np.empty(robot.nv))
 
     def _observer_gain(self, robot: Robot) -> np.ndarray:
         """K per velocity: the parameter per JointState joint; a floating base's six rows take
@@ -521,14 +524,20 @@ class DynamicsNode(RbdNode):
             else:
                 v = robot.full_v(m.velocity, base_v)
                 tau = robot.full_v(m.effort)   # an unactuated floating base gets no torque
-            if self.pub_fd.readers:
+            # with the observer on, forward dynamics comes from the M(q) and n(q, v) it
+            # computes anyway, in the same compiled call (control/observer.py)
+            qdd = rt.qdd if self.pub_fd.readers else None
+            if rt.observer.enabled:
+                r, dt = self._observe(rt, sec, nanosec, q, v, tau, qdd)
+            elif qdd is not None:
                 qdd = stats.timed(rbd.forward_dynamics, robot.model, q, v, tau)
+            if qdd is not None:
                 if not robot.direct_state:
                     qdd = qdd[robot.v_index]
                 self._emit(self.pub_fd, rt.fd_out, sec, nanosec,
                            (m.position, m.velocity, qdd, m.effort), (qdd,))
             if rt.observer.enabled:
-                self._observe(rt, sec, nanosec, q, v, tau)
+                self._external(rt, sec, nanosec, q, r, dt)
 
     def _closed_forward_dynamics(self, rt: Runtime, sec, nanosec, q, base_v, has_effort):
         """~/forward_dynamics of a robot with closed loops: the actuated joints' accelerations
@@ -545,10 +554,11 @@ class DynamicsNode(RbdNode):
                    (m.position[out], v[loops.actuated_v], qdd[loops.actuated_v], m.effort[out]),
                    (v[loops.actuated_v], qdd[loops.actuated_v]))
 
-    def _observe(self, rt: Runtime, sec, nanosec, q, v, tau) -> None:
-        """The external torques (control/observer.py) from this sample, published; a
-        collision when one passes its threshold."""
-        observer, robot = rt.observer, rt.robot
+    def _observe(self, rt: Runtime, sec, nanosec, q, v, tau, qdd=None):
+        """The external torques r (control/observer.py) after this sample, and the seconds
+        since the previous one (None: the observer started again); forward dynamics into
+        ``qdd`` when given."""
+        observer = rt.observer
         t = sec * 1_000_000_000 + nanosec
         last = self._observed
         dt = None
@@ -556,8 +566,15 @@ class DynamicsNode(RbdNode):
             dt = (t - last[1]) * 1e-9
             if not 0.0 < dt <= OBSERVER_GAP:     # (a gap or a clock reset: start again)
                 dt = None
-        r = self.stats.timed(observer.update, q, v, tau, dt)
+        r = self.stats.timed(observer.update, q, v, tau, dt, qdd)
         self._observed = (observer, t)
+        return r, dt
+
+    def _external(self, rt: Runtime, sec, nanosec, q, r, dt) -> None:
+        """The observer's r published (and the wrench that explains it); a collision when
+        one passes its threshold."""
+        robot = rt.robot
+        t = sec * 1_000_000_000 + nanosec
         joints = r if robot.direct_state else r[robot.v_index]
         self._emit(self.pub_external, rt.external_out, sec, nanosec, (joints,))
         if rt.wrench_out is not None and self.pub_wrench.readers:
