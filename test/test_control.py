@@ -297,8 +297,9 @@ def test_the_observer_s_one_call_equals_the_core_s_entry_points(seed):
         expected = rbd.forward_dynamics(model, q, v, tau)
         for got in (qdd, plain_qdd):
             assert np.allclose(got, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
-    with pytest.raises(ValueError, match='qdd must be'):
-        with_qdd.update(q, v, tau, 1e-3, np.empty(model.nv + 1))
+    for bad in (np.empty(model.nv + 1), np.empty(2 * model.nv)[::2], np.empty(model.nv, 'f4')):
+        with pytest.raises(ValueError, match='qdd must be'):
+            with_qdd.update(q, v, tau, 1e-3, bad)
     mimic = rbd.Model.from_urdf(random_urdf(seed, mimic=True))
     if mimic.has_mimic:
         observer = MomentumObserver(mimic, 30.0)
@@ -306,6 +307,33 @@ def test_the_observer_s_one_call_equals_the_core_s_entry_points(seed):
         q = mimic.random_configuration(rng)
         observer.update(q, np.ones(mimic.nv), np.zeros(mimic.nv), None)
         assert np.all(np.isfinite(observer.update(q, np.ones(mimic.nv), np.zeros(mimic.nv), 1e-3)))
+
+
+def test_the_observer_s_forward_dynamics_is_nan_where_m_is_singular_and_r_goes_on():
+    """A joint that moves no mass: forward_dynamics raises, the observer's qdd is NaN (the node
+    then counts a non-finite output and publishes no forward dynamics), and r is updated as
+    without qdd, on the compiled path and the entry points'."""
+    xml = '''<robot name="r"><link name="a"/><link name="b"/>
+      <link name="c"><inertial><mass value="1"/><origin xyz="0.1 0 0"/>
+        <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+      <joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
+      <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+      <joint name="k" type="revolute"><parent link="a"/><child link="c"/><axis xyz="0 1 0"/>
+      <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>'''
+    model = rbd.Model.from_urdf(xml)
+    q, v, tau = np.array([0.1, 0.2]), np.array([0.3, -0.2]), np.array([0.0, 0.5])
+    with pytest.raises(FloatingPointError, match='not positive definite'):
+        rbd.forward_dynamics(model, q, v, tau)
+    for fused in (True, False):
+        with_qdd, without = MomentumObserver(model, 30.0), MomentumObserver(model, 30.0)
+        with_qdd._fused = without._fused = fused and with_qdd._fused
+        qdd = np.zeros(model.nv)
+        for k in range(3):
+            dt = None if k == 0 else 1e-3
+            r = with_qdd.update(q, v, tau, dt, qdd)
+            assert np.array_equal(r, without.update(q, v, tau, dt)) and np.all(np.isfinite(r))
+            assert np.all(np.isnan(qdd))
+        assert with_qdd.peaked
 
 
 def _driven_arm(model, seconds, external):

@@ -40,8 +40,7 @@ import numpy as np
 
 import rbd_ros.dynamics as rbd
 from rbd_ros.dynamics._jit import JIT_ENABLED, compile_lock, kernel
-from rbd_ros.dynamics.arguments import array, raise_status
-from rbd_ros.dynamics.checks import SINGULAR
+from rbd_ros.dynamics.arguments import array
 from rbd_ros.dynamics.crba import crba
 from rbd_ros.dynamics.entry_points import dof_tables, model_tables, no_external_wrench
 from rbd_ros.dynamics.kinematics import frame_jacobian
@@ -112,18 +111,18 @@ class MomentumObserver:
         one (None: the first sample). Returns ``self.r``, overwritten by the next update.
         ``qdd`` (nv float64, C-contiguous): also receives the forward dynamics
         M(q)^-1 (tau - n(q, v)), rbd.forward_dynamics(model, q, v, tau) to rounding, from the
-        same M and n."""
+        same M and n; NaN where M(q) is not positive definite (a body without mass or inertia
+        that a joint moves), which forward_dynamics raises for: r is updated either way."""
         # (0: the first sample, which sets p(0))
         step = float(dt) if dt is not None and self._started else 0.0
-        if qdd is not None and (qdd.shape != (self.model.nv,) or qdd.dtype != np.float64):
-            raise ValueError(f'observer: qdd must be {self.model.nv} float64 values, got '
-                             f'{qdd.shape} {qdd.dtype}')
+        if qdd is not None and (qdd.shape != (self.model.nv,) or qdd.dtype != np.float64
+                                or not qdd.flags.c_contiguous or not qdd.flags.writeable):
+            raise ValueError(f'observer: qdd must be a writeable C-contiguous array of '
+                             f'{self.model.nv} float64 values, got {qdd.shape} {qdd.dtype}')
         if self._fused:
             status = observer_update(self.data.handle, q, v, tau, self.data.zero_v, self._consts,
                                      self._state, self._M, self._M_now, self._n_now, step,
                                      self._no_qdd if qdd is None else qdd)
-            if status == SINGULAR:
-                raise_status(status, ())
             if status != 0:
                 raise ValueError(f'observer: the sample does not fit the model (status '
                                  f'{status}: {len(q)} positions, {len(v)} velocities for '
@@ -135,7 +134,10 @@ class MomentumObserver:
             observer_step(M, n, np.asarray(v, dtype=float), np.asarray(tau, dtype=float),
                           self._consts, self._state, self._M, step)
             if qdd is not None:
-                qdd[:] = rbd.forward_dynamics(model, q, v, tau, method='crba', data=d)
+                try:
+                    qdd[:] = rbd.forward_dynamics(model, q, v, tau, method='crba', data=d)
+                except FloatingPointError:         # (M not positive definite: as fused)
+                    qdd[:] = np.nan
         self.peaked = self.peaked or step != 0.0
         self._started = True
         return self.r
@@ -194,9 +196,9 @@ def observer_update(h, q, v, tau, a0, consts, state, M_prev, M, n, dt, qdd):
     """One sample in one call: M(q) (CRBA) and n(q, v) (RNEA at a0 = 0) into ``M`` and ``n``
     from the workspace behind the handle ``h``, then :func:`observer_step`; then, when ``qdd``
     is not empty, forward dynamics qdd = M^-1 (tau - n), M factorised in place over the tree's
-    parent array (spd.py; the step has copied M to M_prev already). Returns the core's status
-    (0: the sample fits the model; otherwise nothing was updated; SINGULAR: r is updated, M is
-    not positive definite)."""
+    parent array (spd.py; the step has copied M to M_prev already), NaN where M is not
+    positive definite. Returns the core's status (0: the sample fits the model; otherwise
+    nothing was updated)."""
     body_int, body_float, ws = model_tables(h)
     status = crba(body_int, body_float, ws, q, M)
     if status == 0:
@@ -210,9 +212,10 @@ def observer_update(h, q, v, tau, a0, consts, state, M_prev, M, n, dt, qdd):
         for i in range(nv):
             qdd[i] = tau[i] - n[i]
         flat = M.reshape(nv * nv)
-        if not ltdl_factor_at(flat, 0, nv, dof_parent, nv):
-            return SINGULAR
-        ltdl_solve_at(flat, 0, nv, dof_parent, nv, qdd, 0, 1)
+        if ltdl_factor_at(flat, 0, nv, dof_parent, nv):
+            ltdl_solve_at(flat, 0, nv, dof_parent, nv, qdd, 0, 1)
+        else:                                       # (r stands: the sample was used)
+            qdd[:] = np.nan
     return status
 
 
