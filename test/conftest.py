@@ -320,11 +320,19 @@ class RosHarness:
         self.probe.create_subscription(msg_type, topic, box.append, qos or OUTPUT_QOS)
         return box
 
-    def publisher(self, msg_type, topic, qos=None, wait_for=None):
+    def publisher(self, msg_type, topic, qos=None, wait_for=None, nodes=()):
         """A probe publisher; with ``wait_for`` (a number of subscriptions), wait until that many
-        subscribers have matched."""
+        subscribers have matched; with ``nodes`` (node names), until each of them has a
+        subscription on the topic in the graph too (a count alone can be met by another test's
+        node still leaving the domain, and a volatile sample sent then misses the one asked
+        for)."""
         from rbd_ros.ros.qos import OUTPUT_QOS
         pub = self.probe.create_publisher(msg_type, topic, qos or OUTPUT_QOS)
+        if nodes:
+            name = pub.topic_name
+            wait_until(lambda: set(nodes) <= {info.node_name for info in
+                                              self.probe.get_subscriptions_info_by_topic(name)},
+                       timeout=60.0, what=f'subscriptions of {", ".join(nodes)} on {name}')
         if wait_for:
             wait_until(lambda: pub.get_subscription_count() >= wait_for,
                        what=f'{wait_for} subscriber(s) on {topic}')

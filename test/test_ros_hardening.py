@@ -228,26 +228,29 @@ def test_running_nodes_survive_hostile_bytes_on_every_topic(ros, tmp_path):
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)}
     try:
         diag = ros.collect(DiagnosticArray, '/diagnostics')
-        topics = [  # (type, topic, qos, subscribers, an example)
-            (JointState, 'joint_states', COMMAND_QOS, 2, JointState(name=['joint_1'], position=[0.1])),
-            (String, 'robot_description', LATCHED_QOS, 3, String(data=ARM)),
-            (JointTrajectory, '/hard_dynamics/reference', COMMAND_QOS, 1, JointTrajectory()),
-            (JointTrajectory, '/hard_dynamics/trajectory_in', COMMAND_QOS, 1, JointTrajectory()),
-            (Odometry, '/hard_dynamics/base_state', COMMAND_QOS, 1, Odometry()),
-            (Float64MultiArray, '/hard_sim/effort_commands', COMMAND_QOS, 1,
+        dyn, frames, sim = 'hard_dynamics', 'hard_frames', 'hard_sim'
+        topics = [  # (type, topic, qos, the nodes that subscribe, an example)
+            (JointState, 'joint_states', COMMAND_QOS, (dyn, frames),
+             JointState(name=['joint_1'], position=[0.1])),
+            (String, 'robot_description', LATCHED_QOS, (dyn, frames, sim), String(data=ARM)),
+            (JointTrajectory, '/hard_dynamics/reference', COMMAND_QOS, (dyn,), JointTrajectory()),
+            (JointTrajectory, '/hard_dynamics/trajectory_in', COMMAND_QOS, (dyn,),
+             JointTrajectory()),
+            (Odometry, '/hard_dynamics/base_state', COMMAND_QOS, (dyn,), Odometry()),
+            (Float64MultiArray, '/hard_sim/effort_commands', COMMAND_QOS, (sim,),
              Float64MultiArray(data=[0.0] * 7)),
-            (JointState, '/hard_sim/joint_commands', COMMAND_QOS, 1,
+            (JointState, '/hard_sim/joint_commands', COMMAND_QOS, (sim,),
              JointState(name=['joint_1'], effort=[0.0])),
-            (WrenchStamped, '/hard_sim/external_wrench', COMMAND_QOS, 1, WrenchStamped()),
-            (JointState, '/hard_sim/set_state', COMMAND_QOS, 1, JointState()),
+            (WrenchStamped, '/hard_sim/external_wrench', COMMAND_QOS, (sim,), WrenchStamped()),
+            (JointState, '/hard_sim/set_state', COMMAND_QOS, (sim,), JointState()),
         ]
         sent = 0
-        for msg_type, topic, qos, subscribers, example in topics:
+        for msg_type, topic, qos, nodes, example in topics:
             # (a writer that keeps every sample until each reader has it: a reader still busy
             # starting up loses none)
             deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
                               durability=qos.durability)
-            pub = ros.publisher(msg_type, topic, deep, wait_for=subscribers)
+            pub = ros.publisher(msg_type, topic, deep, wait_for=len(nodes), nodes=nodes)
             good = bytes(serialize_message(example))
             for k, data in enumerate(mutations(good, 150, seed=len(topic))):
                 if len(data) >= 4 and data[:2] in (b'\x00\x00', b'\x00\x01') and \
