@@ -46,7 +46,7 @@ from rbd_ros.dynamics.entry_points import dof_tables, model_tables, no_external_
 from rbd_ros.dynamics.kinematics import frame_jacobian
 from rbd_ros.dynamics.layout import REFERENCE_LOCAL
 from rbd_ros.dynamics.rnea import rnea
-from rbd_ros.dynamics.spd import ltdl_factor_at, ltdl_solve_at
+from rbd_ros.dynamics.spd import ltdl_factor, ltdl_solve
 
 from .laws import FRICTION_SMOOTHING
 
@@ -211,9 +211,8 @@ def observer_update(h, q, v, tau, a0, consts, state, M_prev, M, n, dt, qdd):
         _, dof_parent = dof_tables(h)
         for i in range(nv):
             qdd[i] = tau[i] - n[i]
-        flat = M.reshape(nv * nv)
-        if ltdl_factor_at(flat, 0, nv, dof_parent, nv):
-            ltdl_solve_at(flat, 0, nv, dof_parent, nv, qdd, 0, 1)
+        if ltdl_factor(M, dof_parent):
+            ltdl_solve(M, dof_parent, qdd)
         else:                                       # (r stands: the sample was used)
             qdd[:] = np.nan
     return status

@@ -574,7 +574,6 @@ class DynamicsNode(RbdNode):
         """The observer's r published (and the wrench that explains it); a collision when
         one passes its threshold."""
         robot = rt.robot
-        t = sec * 1_000_000_000 + nanosec
         joints = r if robot.direct_state else r[robot.v_index]
         self._emit(self.pub_external, rt.external_out, sec, nanosec, (joints,))
         if rt.wrench_out is not None and self.pub_wrench.readers:
@@ -584,7 +583,7 @@ class DynamicsNode(RbdNode):
             size = np.abs(joints)
             over = size > np.broadcast_to(np.asarray(threshold, dtype=float), size.shape)
             if np.any(over):
-                self._collide(rt, over, joints, t)
+                self._collide(rt, over, joints, sec * 1_000_000_000 + nanosec)
 
     def _collide(self, rt: Runtime, over, joints, stamp) -> None:
         robot = rt.robot
