@@ -3,6 +3,7 @@
     .venv/bin/python -m benchmarks.node_bench [--smoke] [--only latency|cpu] [--duration S]
                                               [--cpu-duration S] [--block S]
                                               [--transport shm|udp] [--baseline DIR]
+                                              [--baseline-rows K]
 
 This process is the driver: it publishes a 7-joint ``sensor_msgs/JointState`` (position, velocity
 and effort) at 1 kHz from an rclpy timer, stamped with the send time, and records when each
@@ -698,11 +699,12 @@ def send_reference(driver: Driver, topic: str, names: list[str], timeout: float 
 
 
 def cpu_phase(driver: Driver, tmp: str, names: list[str], *, warmup: float, duration: float,
-              block: float, baseline: pathlib.Path | None, say) -> dict:
+              block: float, baseline: pathlib.Path | None, say,
+              baseline_rows: int = len(OUTPUT_ROWS)) -> dict:
     """The bare relay and one dynamics_node per OUTPUT_ROWS row (and per row again from the
-    ``baseline`` checkout), all running; the driver's 1 kHz input goes to one at a time in
-    ``block`` s turns. Returns, per process: CPU %, outputs received per input per topic, the
-    node's last /diagnostics."""
+    ``baseline`` checkout, its first ``baseline_rows``), all running; the driver's 1 kHz input
+    goes to one at a time in ``block`` s turns. Returns, per process: CPU %, outputs received
+    per input per topic, the node's last /diagnostics."""
     types = _message_types()
     relay_argv = [sys.executable, '-m', 'benchmarks.node_bench', '--relay']
     children, procs = {}, {}
@@ -729,6 +731,8 @@ def cpu_phase(driver: Driver, tmp: str, names: list[str], *, warmup: float, dura
         for variant, tree in trees:
             topics, unread = [], set()
             for k, (label, params, reference, added, read) in enumerate(OUTPUT_ROWS):
+                if variant == 'base' and k >= baseline_rows:
+                    break
                 topics += added
                 unread = set() if read else {topic for topic, _ in added}
                 target = f'{variant}{k}'
@@ -818,11 +822,14 @@ def report_cpu(info: dict, result: dict, baseline: str | None, out=print) -> lis
         n += len(added)
         row = [label, str(n)]
         for v in variants:
-            p = by[(v, k)]
+            p = by.get((v, k))
+            if p is None:          # (a baseline run for its first rows only)
+                row += ['-', '']
+                continue
             row += [fmt(p['cpu_pct'], 1),
                     '' if k == 0 else f"{p['cpu_pct'] - by[(v, k - 1)]['cpu_pct']:+.1f}"]
         p = by[('now', k)]
-        pauses = [_gc_pause(by[(v, k)]['diag']) for v in variants]
+        pauses = [_gc_pause(by[(v, k)]['diag']) for v in variants if (v, k) in by]
         row += [fmt(min(p['received'].values()), 3), ' / '.join(pauses)]
         rows.append(row)
     out('')
@@ -840,6 +847,8 @@ def report_cpu(info: dict, result: dict, baseline: str | None, out=print) -> lis
     out('')
     limit = CPU_TARGETS['defaults_over_observer_off']
     for v in variants:
+        if (v, DEFAULTS_ROW) not in by:
+            continue
         off = by[(v, OFF_ROW)]['cpu_pct']
         said = []
         for row, how in ((DEFAULTS_UNREAD_ROW, 'unread'), (DEFAULTS_ROW, 'read')):
@@ -964,7 +973,7 @@ def warm_baseline(tree: pathlib.Path, say) -> None:
 
 def run(duration: float, warmup: float, starts: int, transport: str, block: float = 1.0,
         rate: float = 1000.0, out=print, phases=('latency', 'cpu'), cpu_duration: float = 15.0,
-        baseline: pathlib.Path | None = None) -> int:
+        baseline: pathlib.Path | None = None, baseline_rows: int = len(OUTPUT_ROWS)) -> int:
     def say(text):
         print(text, file=sys.stderr, flush=True)
 
@@ -1005,7 +1014,8 @@ def run(duration: float, warmup: float, starts: int, transport: str, block: floa
                 info['load_before'] = ' '.join(f'{x:.2f}' for x in os.getloadavg()) \
                     if latency is None else info['load_after']
                 cpu = cpu_phase(driver, tmp, names, warmup=warmup, duration=cpu_duration,
-                                block=block, baseline=baseline, say=say)
+                                block=block, baseline=baseline, say=say,
+                                baseline_rows=baseline_rows)
                 info['load_after'] = ' '.join(f'{x:.2f}' for x in os.getloadavg())
         except PhaseError as exc:
             say(f'[node_bench] FAILED: {exc}')
@@ -1052,6 +1062,10 @@ def main(argv=None) -> int:
     parser.add_argument('--baseline', type=pathlib.Path, default=None, metavar='DIR',
                         help='another checkout (e.g. git worktree add /tmp/main main): its '
                         'dynamics_node runs beside this one, interleaved, in both tables')
+    parser.add_argument('--baseline-rows', type=int, default=len(OUTPUT_ROWS), metavar='K',
+                        help='the CPU table runs the baseline for its first K rows only (1: the '
+                        'observer-off row, all a checkout from before the observer can run; '
+                        'its node ignores the observer_gain it does not declare)')
     parser.add_argument('--relay', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--relay-raw', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--relay-outputs', type=int, default=2, help=argparse.SUPPRESS)
@@ -1070,7 +1084,8 @@ def main(argv=None) -> int:
         parser.error(f'--baseline {baseline}: not an rbd_ros checkout')
     return run(duration, warmup, starts, args.transport or default_transport(), block,
                phases=(args.only,) if args.only else ('latency', 'cpu'),
-               cpu_duration=cpu_duration, baseline=baseline)
+               cpu_duration=cpu_duration, baseline=baseline,
+               baseline_rows=max(1, min(args.baseline_rows, len(OUTPUT_ROWS))))
 
 
 if __name__ == '__main__':

@@ -29,7 +29,7 @@ With an exact model and no contact, r stays at the integration error (below 1e-3
 bundled arm moving at up to 8 rad/s, sampled at 1 kHz: 8e-4 against 5e-4 with the trapezoid on
 C^T v, which costs a Coriolis matrix per sample).
 
-M and n are what forward dynamics needs too: ``update(..., qdd=...)`` also solves
+M and n are what forward dynamics needs too: ``update(..., accelerations=True)`` also solves
 M qdd = tau - n (the core's CRBA route, its LTDL factorisation of M over the tree's parent
 array), which dynamics_node publishes as ~/forward_dynamics: one compiled call gives both
 outputs, where ABA beside the observer recomputed the same kinematics.
@@ -78,7 +78,10 @@ class MomentumObserver:
         self._M = np.zeros((n, n))
         # M and n of the sample (the fused call's outputs)
         self._M_now, self._n_now = np.zeros((n, n)), np.zeros(n)
-        self._no_qdd = np.empty(0)                  # (qdd not asked for)
+        # forward dynamics of the last update that asked for it; an empty array tells the
+        # compiled call not to solve (arrays of its own: nothing to check per sample)
+        self.qdd = np.full(n, np.nan)
+        self._no_qdd = np.empty(0)
         self._fused = JIT_ENABLED and model.direct
         self.gain = self._consts[C_GAIN]            # (views: set in place)
         self.r = self._state[S_R]
@@ -106,23 +109,19 @@ class MomentumObserver:
         self.peak[:] = 0.0
         self.peaked = False
 
-    def update(self, q, v, tau, dt: float | None, qdd: np.ndarray | None = None) -> np.ndarray:
+    def update(self, q, v, tau, dt: float | None, accelerations: bool = False) -> np.ndarray:
         """The external torques r after a sample (q, v, measured tau), dt s after the previous
         one (None: the first sample). Returns ``self.r``, overwritten by the next update.
-        ``qdd`` (nv float64, C-contiguous): also receives the forward dynamics
+        ``accelerations``: ``self.qdd`` also receives the forward dynamics
         M(q)^-1 (tau - n(q, v)), rbd.forward_dynamics(model, q, v, tau) to rounding, from the
         same M and n; NaN where M(q) is not positive definite (a body without mass or inertia
         that a joint moves), which forward_dynamics raises for: r is updated either way."""
         # (0: the first sample, which sets p(0))
         step = float(dt) if dt is not None and self._started else 0.0
-        if qdd is not None and (qdd.shape != (self.model.nv,) or qdd.dtype != np.float64
-                                or not qdd.flags.c_contiguous or not qdd.flags.writeable):
-            raise ValueError(f'observer: qdd must be a writeable C-contiguous array of '
-                             f'{self.model.nv} float64 values, got {qdd.shape} {qdd.dtype}')
         if self._fused:
             status = observer_update(self.data.handle, q, v, tau, self.data.zero_v, self._consts,
                                      self._state, self._M, self._M_now, self._n_now, step,
-                                     self._no_qdd if qdd is None else qdd)
+                                     self.qdd if accelerations else self._no_qdd)
             if status != 0:
                 raise ValueError(f'observer: the sample does not fit the model (status '
                                  f'{status}: {len(q)} positions, {len(v)} velocities for '
@@ -133,11 +132,11 @@ class MomentumObserver:
             n = rbd.nonlinear_effects(model, q, v, data=d)
             observer_step(M, n, np.asarray(v, dtype=float), np.asarray(tau, dtype=float),
                           self._consts, self._state, self._M, step)
-            if qdd is not None:
+            if accelerations:
                 try:
-                    qdd[:] = rbd.forward_dynamics(model, q, v, tau, method='crba', data=d)
+                    self.qdd[:] = rbd.forward_dynamics(model, q, v, tau, method='crba', data=d)
                 except FloatingPointError:         # (M not positive definite: as fused)
-                    qdd[:] = np.nan
+                    self.qdd[:] = np.nan
         self.peaked = self.peaked or step != 0.0
         self._started = True
         return self.r

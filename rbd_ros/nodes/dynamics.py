@@ -136,8 +136,6 @@ class Runtime:
     reference: Reference             # per JointState joint: held positions and trajectories
     observer: MomentumObserver       # the external torques (the model's velocities)
     wrench: WrenchEstimator | None   # the wrench on external_wrench_frame from them
-    qdd: np.ndarray                  # forward dynamics (the model's velocities), written by
-    #                                  the observer's call when both run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,8 +246,7 @@ class DynamicsNode(RbdNode):
             wrench_out=wrench_out(frame) if frame else None,
             reference=Reference(len(joints)),
             observer=MomentumObserver(robot.model, self._observer_gain(robot)),
-            wrench=WrenchEstimator(robot.model, frame, robot.v_index) if frame else None,
-            qdd=np.empty(robot.nv))
+            wrench=WrenchEstimator(robot.model, frame, robot.v_index) if frame else None)
 
     def _observer_gain(self, robot: Robot) -> np.ndarray:
         """K per velocity: the parameter per JointState joint; a floating base's six rows take
@@ -526,10 +523,12 @@ class DynamicsNode(RbdNode):
                 tau = robot.full_v(m.effort)   # an unactuated floating base gets no torque
             # with the observer on, forward dynamics comes from the M(q) and n(q, v) it
             # computes anyway, in the same compiled call (control/observer.py)
-            qdd = rt.qdd if self.pub_fd.readers else None
+            qdd, wanted = None, self.pub_fd.readers > 0
             if rt.observer.enabled:
-                r, dt = self._observe(rt, sec, nanosec, q, v, tau, qdd)
-            elif qdd is not None:
+                r, dt = self._observe(rt, sec, nanosec, q, v, tau, wanted)
+                if wanted:
+                    qdd = rt.observer.qdd
+            elif wanted:
                 qdd = stats.timed(rbd.forward_dynamics, robot.model, q, v, tau)
             if qdd is not None:
                 if not robot.direct_state:
@@ -554,10 +553,10 @@ class DynamicsNode(RbdNode):
                    (m.position[out], v[loops.actuated_v], qdd[loops.actuated_v], m.effort[out]),
                    (v[loops.actuated_v], qdd[loops.actuated_v]))
 
-    def _observe(self, rt: Runtime, sec, nanosec, q, v, tau, qdd=None):
+    def _observe(self, rt: Runtime, sec, nanosec, q, v, tau, accelerations: bool):
         """The external torques r (control/observer.py) after this sample, and the seconds
-        since the previous one (None: the observer started again); forward dynamics into
-        ``qdd`` when given."""
+        since the previous one (None: the observer started again); with ``accelerations``,
+        forward dynamics into the observer's ``qdd``."""
         observer = rt.observer
         t = sec * 1_000_000_000 + nanosec
         last = self._observed
@@ -566,7 +565,7 @@ class DynamicsNode(RbdNode):
             dt = (t - last[1]) * 1e-9
             if not 0.0 < dt <= OBSERVER_GAP:     # (a gap or a clock reset: start again)
                 dt = None
-        r = self.stats.timed(observer.update, q, v, tau, dt, qdd)
+        r = self.stats.timed(observer.update, q, v, tau, dt, accelerations)
         self._observed = (observer, t)
         return r, dt
 
