@@ -1,6 +1,7 @@
 """The ROS plumbing (rbd_ros.ros) without DDS: the loaded robot, joint-state merging and
 validation, the byte-level fast path, conversions, parameter validation."""
 import math
+import struct
 
 import numpy as np
 import pytest
@@ -290,6 +291,145 @@ def test_every_output_template_fills_the_message_it_names():
     with pytest.raises(RuntimeError):
         SerializedMessage(scattered, scattered.header,
                           [[(scattered.wrench.force, 'x'), (scattered.wrench.torque, 'z')]])
+
+
+def _cdr_joint_state(names, fields, sec, nanosec, frame_id='', endian='<') -> bytes:
+    """A JointState in plain CDR of either byte order (rclpy writes little-endian only)."""
+    out = bytearray(b'\0\x01\0\0' if endian == '<' else b'\0\0\0\0')
+
+    def align(n):                     # XCDR1: relative to the byte after the encapsulation
+        out.extend(bytes(-(len(out) - 4) % n))
+
+    def u32(x):
+        align(4)
+        out.extend(struct.pack(endian + 'I', x))
+
+    def string(text):
+        raw = text.encode() + b'\0'
+        u32(len(raw))
+        out.extend(raw)
+    out.extend(struct.pack(endian + 'iI', sec, nanosec))
+    string(frame_id)
+    u32(len(names))
+    for name in names:
+        string(name)
+    for values in fields:
+        u32(len(values))
+        if len(values):
+            align(8)
+            out.extend(struct.pack(f'{endian}{len(values)}d', *values))
+    return bytes(out)
+
+
+def test_merging_bytes_equals_decoding_them_then_update_values(monkeypatch):
+    """JointStateMerger.update_bytes (a repeated layout naming every joint in order: one
+    compiled call, merge_joint_state) gives what JointStateDecoder.decode then update_values
+    give, message for message: the same return or the same rejection, the same merged state,
+    stamp and clock resets; over a stream of either byte order with NaN and inf, stamps out of
+    order and clock resets, layouts that change (frame_id, array lengths, shuffled, partial
+    and unknown names, a mimic joint's name), trailing, truncated and flipped bytes."""
+    from rclpy.serialization import serialize_message
+
+    from rbd_ros.ros import joint_state_bytes as jsb
+    robot = load_robot(TREE3)
+    names, n = list(robot.joint_names), len(robot.joint_names)
+    mine = _cdr_joint_state(names, ([1.0] * n, [], [2.0] * n), 3, 4, 'base')
+    theirs = js(names, [1.0] * n, effort=[2.0] * n, sec=3, nanosec=4)
+    theirs.header.frame_id = 'base'
+    theirs = bytes(serialize_message(theirs))            # (the encoder below writes CDR:
+    assert len(theirs) >= len(mine) and [                # what rclpy writes, but for the
+        list(x) if isinstance(x, np.ndarray) else x      # alignment gaps' undefined bytes
+        for x in JointStateDecoder().decode(theirs)] == [  # and the bytes after the end)
+        list(x) if isinstance(x, np.ndarray) else x for x in JointStateDecoder().decode(mine)]
+    statuses = []
+    merge = jsb.merge_joint_state
+
+    def recorded(*args):
+        result = merge(*args)
+        statuses.append(result[0] if not args[5] else ('big-endian', result[0]))
+        return result
+    monkeypatch.setattr(jsb, 'merge_joint_state', recorded)
+    rng = np.random.default_rng(11)
+    by_bytes, by_values = JointStateMerger(robot), JointStateMerger(robot)
+    decoder = JointStateDecoder()
+
+    def both(data):
+        """The message through both; their outcomes and state equal."""
+        outcomes = []
+        for read in (lambda: by_bytes.update_bytes(data),
+                     lambda: _decode_then_merge(decoder, by_values, data)):
+            try:
+                outcomes.append(('ok', read()))
+            except Rejected as exc:
+                outcomes.append(('rejected', exc.reason, str(exc)))
+        assert outcomes[0] == outcomes[1], outcomes
+        for a, b in ((by_bytes.values, by_values.values), (by_bytes.known, by_values.known)):
+            assert np.array_equal(a, b)
+        assert (by_bytes.last_stamp_ns, by_bytes.clock_resets) == \
+            (by_values.last_stamp_ns, by_values.clock_resets)
+        return outcomes[0]
+    t = 10 * 10**9
+    endian, frame_id, counts = '<', '', (n, n, n)
+    for k in range(3000):
+        if rng.random() < 0.03:                      # another layout for a while
+            endian = '>' if rng.random() < 0.3 else '<'
+            frame_id = str(rng.choice(['', 'base', 'world_frame']))
+            counts = tuple(int(rng.choice([0, n])) for _ in range(3))
+        order = list(names)
+        r = rng.random()
+        if r < 0.03:
+            order = list(rng.permutation(names))
+        elif r < 0.05:
+            order = names[:2]
+        elif r < 0.07:
+            order = names + ['nope']
+        elif r < 0.08:
+            order = names + ['finger_joint']
+        fields = [rng.normal(size=len(order) if c else 0) for c in counts]
+        if rng.random() < 0.03 and len(fields[0]):
+            fields[0][rng.integers(len(order))] = rng.choice([np.nan, np.inf, -np.inf])
+        r = rng.random()
+        t += int(rng.integers(1, 2 * 10**6))
+        stamp = t
+        if r < 0.03:
+            stamp = t - int(rng.integers(1, 10**9))  # out of order
+        elif r < 0.04:
+            stamp = t = t - 5 * 10**9                # a clock reset
+        data = _cdr_joint_state(order, fields, stamp // 10**9, stamp % 10**9, frame_id, endian)
+        r = rng.random()
+        if r < 0.02:
+            data += bytes(int(rng.integers(1, 9)))   # trailing bytes
+        elif r < 0.04:
+            data = data[:int(rng.integers(0, len(data)))]
+        elif r < 0.07:
+            flipped = bytearray(data)
+            flipped[rng.integers(len(data))] ^= 1 << int(rng.integers(8))
+            data = bytes(flipped)
+        both(data)
+    # the line between a message out of order and a clock reset, exactly
+    last = by_bytes.last_stamp_ns + 10**9
+    for back, reason in ((joint_states.CLOCK_RESET_NS, 'time_backwards'),
+                         (joint_states.CLOCK_RESET_NS + 1, None)):
+        fields = [rng.normal(size=n)] * 3
+        both(_cdr_joint_state(names, fields, last // 10**9, last % 10**9))
+        stamp = last - back
+        outcome = both(_cdr_joint_state(names, fields, stamp // 10**9, stamp % 10**9))
+        assert outcome[0] == ('ok' if reason is None else 'rejected'), outcome
+        assert reason is None or outcome[1] == reason
+        last += 10**9
+    seen = {status: statuses.count(status) for status in set(statuses)}
+    for status in (jsb.MERGED, jsb.MERGED_CLOCK_RESET, jsb.OTHER_LAYOUT, jsb.NON_FINITE,
+                   jsb.TIME_BACKWARDS):           # (each path of the compiled merge taken)
+        assert seen.get(status, 0) + seen.get(('big-endian', status), 0) > 0, seen
+    assert seen[jsb.MERGED] > 500 and seen[('big-endian', jsb.MERGED)] > 500, seen
+    assert by_bytes.clock_resets > 0
+
+
+def _decode_then_merge(decoder, merger, data):
+    sec, nanosec, names, position, velocity, effort = decoder.decode(data)
+    unknown, has_effort = merger.update_values(names, position, velocity, effort,
+                                               sec * 1_000_000_000 + nanosec)
+    return sec, nanosec, unknown, has_effort
 
 
 def test_a_clock_reset_is_taken_and_counted_not_a_lockout():

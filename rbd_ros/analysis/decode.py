@@ -15,7 +15,8 @@ import struct
 
 import numpy as np
 
-from rbd_ros.ros.joint_state_bytes import Rejected, check_encapsulation, joint_state_layout
+from rbd_ros.ros.joint_state_bytes import (Rejected, check_encapsulation, joint_state_layout,
+                                          layout_checks)
 
 from . import kernels
 
@@ -45,17 +46,7 @@ def joint_state(data):
     """The Layout of a serialized sensor_msgs/JointState; key (names, positions, velocities,
     efforts). Rejected when malformed."""
     lay = joint_state_layout(data)
-    mask = lay.mask.to_bytes(lay.fixed_end - 12, 'little')
-    checks = [(0, 2)]
-    start = None
-    for k, byte in enumerate(mask + b'\0'):
-        if byte and start is None:
-            start = k
-        elif not byte and start is not None:
-            checks.append((12 + start, 12 + k))
-            start = None
-    checks += [(lay.velocity_count, lay.velocity_count + 4),
-               (lay.effort_count, lay.effort_count + 4)]
+    checks = layout_checks(lay)
     fields = [(4, 0, 8, 4)]
     dtype = [('sec', '<i4'), ('nanosec', '<u4')]
     row = 8

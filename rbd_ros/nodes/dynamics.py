@@ -42,7 +42,6 @@ from rbd_ros.control import (LAWS, Reference, Trajectory, control_torques,
 from rbd_ros.control.closed_loops import LoopClosure
 from rbd_ros.control.linearization import semi_implicit_euler_linearization
 from rbd_ros.control.observer import MomentumObserver, WrenchEstimator
-from rbd_ros.ros.joint_state_bytes import JointStateDecoder
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected, all_finite, stamp_ns
 from rbd_ros.ros.messages import joint_state, odometry_to_base
 from rbd_ros.ros.node import (ACTUATED_JOINTS, COMMON_PARAMS, JOINT_STATES_QOS, MODEL_PARAMS,
@@ -161,8 +160,7 @@ class DynamicsNode(RbdNode):
         self._was_stale = False         # "input stale" logged, "resumed" not yet
         self.saturated = 0               # effort commands clipped at a limit
         self.references = 0              # trajectories taken on ~/reference
-        # raw: joint_states arrive as bytes, read by a JointStateDecoder (no Python message)
-        self._decoder = JointStateDecoder()
+        # raw: joint_states arrive as bytes, read by the merger (no Python message)
         self.create_subscription(JointState, 'joint_states', self.guard(self.on_joint_states),
                                  joint_states_qos(p['joint_states_qos']), raw=True)
         # every other topic as bytes too, walked with bounds checks before deserializing
@@ -470,10 +468,8 @@ class DynamicsNode(RbdNode):
         rt = self.runtime
         if rt is None:
             raise Rejected('no_model', 'joint_states before any robot_description')
-        sec, nanosec, names, position, velocity, effort = self._decoder.decode(data)
         m = rt.merger
-        unknown, has_effort = m.update_values(names, position, velocity, effort,
-                                              sec * 1_000_000_000 + nanosec)
+        sec, nanosec, unknown, has_effort = m.update_bytes(data)
         if unknown:
             stats.unknown_names(unknown)
         stats.last_input_time = time.monotonic()

@@ -33,7 +33,6 @@ from rbd_ros.ros.node import (ACTUATED_JOINTS, COMMON_PARAMS, JOINT_STATES_QOS, 
 from rbd_ros.ros.params import ParamSpec, non_negative
 from rbd_ros.ros.qos import LATCHED_QOS, TF_QOS, TF_STATIC_QOS, joint_states_qos
 from rbd_ros.ros.robot import Robot
-from rbd_ros.ros.joint_state_bytes import JointStateDecoder
 
 PARAMS = {
     **COMMON_PARAMS,
@@ -77,9 +76,8 @@ class FramesNode(RbdNode):
         super().__init__(**kwargs)
         p = self.params
         self.pending: PendingTF | None = None
-        # raw: read by a JointStateDecoder with bounds checks, as dynamics_node does (bytes
-        # can crash the rmw's own deserializer: ros/cdr.py)
-        self._decoder = JointStateDecoder()
+        # raw: read by the merger with bounds checks, as dynamics_node does (bytes can crash
+        # the rmw's own deserializer: ros/cdr.py)
         self.create_subscription(JointState, 'joint_states', self.guard(self.on_joint_states),
                                  joint_states_qos(p['joint_states_qos']), raw=True)
         self.pub_tf = self.create_publisher(TFMessage, '/tf', TF_QOS)
@@ -121,9 +119,7 @@ class FramesNode(RbdNode):
         rt = self.runtime
         if rt is None:
             raise Rejected('no_model', 'joint_states before any robot_description')
-        sec, nanosec, names, position, velocity, effort = self._decoder.decode(data)
-        unknown, _ = rt.merger.update_values(names, position, velocity, effort,
-                                             sec * 1_000_000_000 + nanosec)
+        sec, nanosec, unknown, _ = rt.merger.update_bytes(data)
         if unknown:
             self.stats.unknown_names(unknown)
         if not rt.merger.complete:

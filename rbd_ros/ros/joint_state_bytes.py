@@ -1,14 +1,22 @@
 """sensor_msgs/JointState read from its serialized bytes (plain CDR), without rclpy: the nodes'
 fast path (dynamics_node, frames_node) and the offline analysis of rosbag2 logs share it.
 Importing this module never imports rclpy or a message package.
+
+A message is parsed in Python once per layout (``JointStateDecoder``: frame_id, names, array
+lengths); the messages after it that repeat the layout are checked against it and copied by
+compiled code: many at a time for a log (rbd_ros/analysis/kernels.py, gather_fixed), one at a
+time into a node's joint-state merger (``merge_joint_state``, ros/joint_states.py).
 """
 from __future__ import annotations
 
 import array
 import dataclasses
+import functools
 import struct
 
 import numpy as np
+
+from rbd_ros.dynamics._jit import compile_lock, kernel
 
 
 class Rejected(Exception):
@@ -55,6 +63,11 @@ class JointStateDecoder:
 
     def __init__(self):
         self._layout: _JointStateLayout | None = None
+
+    @property
+    def layout(self) -> '_JointStateLayout | None':
+        """The layout of the last message decoded (None before the first)."""
+        return self._layout
 
     def decode(self, data: bytes):
         lay = self._layout
@@ -171,6 +184,102 @@ def joint_state_layout(data: bytes) -> '_JointStateLayout':
     that layout (the offline analysis reads a log's messages of one layout with a compiled
     loop, rbd_ros/analysis/decode.py). Rejected (malformed) as ``JointStateDecoder.decode``."""
     return JointStateDecoder._parse(data)
+
+
+def layout_checks(lay: '_JointStateLayout') -> list[tuple[int, int]]:
+    """The byte ranges (start, stop) that fix a JointState's layout: the encapsulation, the
+    frame_id, names and position count (their alignment gaps left out: those bytes are
+    undefined), and the velocity and effort counts. Equal bytes there, and an equal length,
+    mean an equal layout."""
+    mask = lay.mask.to_bytes(lay.fixed_end - 12, 'little')
+    checks = [(0, 2)]
+    start = None
+    for k, byte in enumerate(mask + b'\0'):
+        if byte and start is None:
+            start = k
+        elif not byte and start is not None:
+            checks.append((12 + start, 12 + k))
+            start = None
+    return checks + [(lay.velocity_count, lay.velocity_count + 4),
+                     (lay.effort_count, lay.effort_count + 4)]
+
+
+@kernel
+def layout_differs(buf, at, template, checks) -> bool:
+    """Whether the message at buf[at:] differs from ``template`` in any byte range of
+    ``checks`` (rows: start, stop; the caller has checked the message's length)."""
+    differ = 0
+    for c in range(checks.shape[0]):
+        for k in range(checks[c, 0], checks[c, 1]):   # (no early exit: vectorised)
+            differ |= buf[at + k] ^ template[k]
+    return differ != 0
+
+
+#: merge_joint_state's status
+MERGED, MERGED_CLOCK_RESET, OTHER_LAYOUT, NON_FINITE, TIME_BACKWARDS = 0, 1, 2, 3, 4
+
+
+@kernel
+def _u32(data, at, swap):
+    value = 0
+    for k in range(4):
+        value |= np.int64(data[at + (3 - k if swap else k)]) << (8 * k)
+    return value
+
+
+@kernel
+def merge_joint_state(data, size, template, checks, arrays, swap, last_ns, reset_ns, raw,
+                      values, known):
+    """One serialized JointState whose layout was seen before, into a merger's ``values``
+    (rows: position, velocity, effort, in model order) and ``known``: what
+    JointStateMerger.update_values checks, in its order, all or nothing. The message must have
+    ``size`` bytes and equal ``template`` in the ranges of ``checks`` (else OTHER_LAYOUT:
+    nothing read); ``arrays`` rows: (offset, count) of position, velocity and effort, each
+    count 0 or the merger's length (its names the model's joints in order); ``swap``: a
+    big-endian message. NaN or inf: NON_FINITE; a stamp older than ``last_ns`` by at most
+    ``reset_ns``: TIME_BACKWARDS (nothing written); older by more: MERGED_CLOCK_RESET.
+    Returns (status, sec, nanosec)."""
+    n = values.shape[1]
+    if len(data) != size or layout_differs(data, 0, template, checks):
+        return OTHER_LAYOUT, 0, 0
+    flip = 7 if swap else 0                  # (b ^ 7 reverses each 8-byte element)
+    for f in range(3):
+        at = arrays[f, 0]
+        for b in range(8 * arrays[f, 1]):
+            raw[8 * n * f + b] = data[at + (b ^ flip)]
+    x = raw.view(np.float64)
+    for f in range(3):
+        if arrays[f, 1]:
+            for i in range(n * f, n * f + n):
+                if not np.isfinite(x[i]):
+                    return NON_FINITE, 0, 0
+    sec = _u32(data, 4, swap)
+    if sec >= 2 ** 31:                       # (int32)
+        sec -= 2 ** 32
+    nanosec = _u32(data, 8, swap)
+    t = sec * 1_000_000_000 + nanosec
+    status = MERGED
+    if t < last_ns:
+        if last_ns - t <= reset_ns:
+            return TIME_BACKWARDS, sec, nanosec
+        status = MERGED_CLOCK_RESET
+    for f in range(3):
+        if arrays[f, 1]:
+            for i in range(n):
+                values[f, i] = x[n * f + i]
+                known[f, i] = True
+    return status, sec, nanosec
+
+
+@functools.cache
+def warm_up() -> None:
+    """Compile (or load from numba's cache) ``merge_joint_state`` for the types a merger passes
+    it: once per process, before a node's first message (its first call would make that
+    message late by the load, or a compile)."""
+    with compile_lock():
+        merge_joint_state(bytes(12), 0, np.zeros(0, np.uint8), np.zeros((0, 2), np.int64),
+                          np.zeros((3, 2), np.int64), False, 0, 0, np.zeros(0, np.uint8),
+                          np.zeros((3, 0)), np.zeros((3, 0), np.bool_))
 
 
 def _bytes_of(value: int, length: int) -> np.ndarray:

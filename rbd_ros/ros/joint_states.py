@@ -14,6 +14,9 @@ import numpy as np
 from builtin_interfaces.msg import Time as TimeMsg
 from sensor_msgs.msg import JointState
 
+from rbd_ros.dynamics._jit import JIT_ENABLED
+
+from . import joint_state_bytes as wire
 from .joint_state_bytes import Rejected  # noqa: F401 (raised and caught by the nodes)
 from .robot import Robot
 
@@ -25,6 +28,8 @@ CLOCK_RESET_NS = 1_000_000_000
 #: merge plans are cached for at most this many name lists, each of at most this many names and
 #: characters (a robot's own lists are far smaller; others are planned per message)
 PLAN_CACHE_SIZE, PLAN_CACHE_NAMES, PLAN_CACHE_CHARACTERS = 64, 512, 16384
+
+NON_FINITE_DETAIL = 'NaN or inf in position, velocity or effort'
 
 
 def stamp_ns(stamp: TimeMsg) -> int:
@@ -68,17 +73,23 @@ class JointStateMerger:
         # the joints whose positions make the state complete (a robot with closed loops: all
         # but the loops' passive joints, which follow; rbd_ros/control/closed_loops.py)
         self.required = np.ones(n, dtype=bool) if required is None else required
-        self.position = np.zeros(n)
-        self.velocity = np.zeros(n)
-        self.effort = np.zeros(n)
-        self.has_position = np.zeros(n, dtype=bool)
-        self.has_velocity = np.zeros(n, dtype=bool)
-        self.has_effort = np.zeros(n, dtype=bool)
+        # rows position, velocity, effort (views of one array: a compiled merge writes them)
+        self.values = np.zeros((3, n))
+        self.position, self.velocity, self.effort = self.values
+        self.known = np.zeros((3, n), dtype=bool)
+        self.has_position, self.has_velocity, self.has_effort = self.known
         self.last_stamp_ns = -1
         self.clock_resets = 0
         self._skip = set(robot.mimic_names) | set(robot.multi_dof_names)
         self._plans: dict[tuple[str, ...], _MergePlan] = {}
         self._complete = self._effort_complete = False
+        # update_bytes: the layout of the last message read, and (a message naming every joint
+        # in model order) what merge_joint_state compares and copies
+        self._decoder = wire.JointStateDecoder()
+        self._fast: _FastMerge | None = None
+        self._raw = np.zeros(24 * n, np.uint8)
+        if JIT_ENABLED:
+            wire.warm_up()
         if previous is not None:   # a model swap keeps what is known, by name
             self.last_stamp_ns = previous.last_stamp_ns
             self.clock_resets = previous.clock_resets
@@ -127,6 +138,56 @@ class JointStateMerger:
             self._plans[names] = plan
         return plan
 
+    def update_bytes(self, data: bytes) -> tuple[int, int, list[str], bool]:
+        """Merge one serialized JointState (a raw subscription's bytes). Returns (sec, nanosec,
+        unknown names, whether it carried effort); rejects what ``update`` rejects, and bytes
+        that are not a JointState (JointStateDecoder).
+
+        A driver sends one layout (frame_id, names, array lengths) every time: once a message
+        naming every joint in model order has been merged, the next ones of its layout are
+        checked and merged by one compiled call (merge_joint_state), which is what decoding
+        them and ``update_values`` would do, with the same rejections; any other message
+        takes that path."""
+        fast = self._fast
+        if fast is not None:
+            status, sec, nanosec = wire.merge_joint_state(
+                data, fast.size, fast.template, fast.checks, fast.arrays, fast.swap,
+                self.last_stamp_ns, CLOCK_RESET_NS, self._raw, self.values, self.known)
+            if status == wire.MERGED or status == wire.MERGED_CLOCK_RESET:
+                self.clock_resets += status == wire.MERGED_CLOCK_RESET
+                self.last_stamp_ns = sec * 1_000_000_000 + nanosec
+                return sec, nanosec, [], fast.has_effort
+            if status == wire.NON_FINITE:
+                raise Rejected('non_finite', NON_FINITE_DETAIL)
+            if status == wire.TIME_BACKWARDS:
+                raise Rejected('time_backwards', self._backwards(sec * 1_000_000_000 + nanosec))
+        sec, nanosec, names, position, velocity, effort = self._decoder.decode(data)
+        unknown, has_effort = self.update_values(names, position, velocity, effort,
+                                                 sec * 1_000_000_000 + nanosec)
+        layout = self._decoder.layout
+        if JIT_ENABLED and (fast is None or fast.layout is not layout):
+            self._fast = self._fast_merge(layout, data)
+        return sec, nanosec, unknown, has_effort
+
+    def _fast_merge(self, layout, data: bytes) -> '_FastMerge | None':
+        """What merge_joint_state needs for messages of ``layout`` (that of ``data``, just
+        merged), or None when its names are not every joint in model order or an array is
+        partial (those take update_values)."""
+        plan = self._plans.get(layout.names)
+        n = len(self.position)
+        if plan is None or not plan.identity or any(count not in (0, n)
+                                                    for _, count in layout.arrays):
+            return None
+        checks = wire.layout_checks(layout)
+        return _FastMerge(
+            layout=layout, size=len(data),
+            template=np.frombuffer(data[:max(stop for _, stop in checks)], np.uint8).copy(),
+            checks=np.array(checks, dtype=np.int64), arrays=np.array(layout.arrays, np.int64),
+            swap=layout.stamp.format[0] == '>', has_effort=layout.arrays[2][1] > 0 and n > 0)
+
+    def _backwards(self, t: int) -> str:
+        return f'stamp {t * 1e-9:.9f} s is older than {self.last_stamp_ns * 1e-9:.9f} s'
+
     def update(self, msg: JointState) -> tuple[list[str], bool]:
         """Merge ``msg``. Returns (unknown names, whether the message carried effort)."""
         return self.update_values(tuple(msg.name), msg.position, msg.velocity, msg.effort,
@@ -144,11 +205,10 @@ class JointStateMerger:
         if plan is None:
             plan = self._plan(names)   # raises Rejected on duplicate names
         if not all_finite(pos, vel, eff):
-            raise Rejected('non_finite', 'NaN or inf in position, velocity or effort')
+            raise Rejected('non_finite', NON_FINITE_DETAIL)
         if t < self.last_stamp_ns:
             if self.last_stamp_ns - t <= CLOCK_RESET_NS:
-                raise Rejected('time_backwards', f'stamp {t * 1e-9:.9f} s is older than '
-                               f'{self.last_stamp_ns * 1e-9:.9f} s')
+                raise Rejected('time_backwards', self._backwards(t))
             self.clock_resets += 1
         self.last_stamp_ns = t
         for values, dest, known in ((pos, self.position, self.has_position),
@@ -163,6 +223,18 @@ class JointStateMerger:
                 dest[plan.slots] = np.asarray(values, dtype=float)[plan.src]
                 known[plan.slots] = True
         return list(plan.unknown), bool(len(eff) and len(plan.slots))
+
+
+@dataclasses.dataclass(frozen=True)
+class _FastMerge:
+    """merge_joint_state's arguments for one layout of messages."""
+    layout: object            # the decoder's layout it was made from
+    size: int                 # bytes of each message
+    template: np.ndarray      # uint8: the first message's bytes, up to the last check
+    checks: np.ndarray        # (k, 2) byte ranges equal to the template's
+    arrays: np.ndarray        # (3, 2) offset and count of position, velocity, effort
+    swap: bool                # big-endian
+    has_effort: bool
 
 
 @dataclasses.dataclass(frozen=True)
