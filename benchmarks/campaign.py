@@ -33,7 +33,7 @@ from array import array
 import numpy as np
 
 from benchmarks.isolation import private_domain_id
-from benchmarks.node_bench import rss_mb
+from benchmarks.node_bench import cpu_seconds, rss_mb
 from rbd_ros.ros.cdr import ENCAPSULATIONS
 from rbd_ros.ros.joint_states import all_finite
 
@@ -393,6 +393,8 @@ def run(args) -> int:
         gravity0 = c.gravity_count
         rss_soak0 = rss_mb(procs['dynamics'].pid)
         sent_soak = int(args.soak * args.rate)
+        cpu_soak0 = {k: cpu_seconds(p.pid) for k, p in procs.items()}
+        wall_soak0 = time.monotonic()
         names = list(arm.joint_names)
         # a clean time base: a fuzzed stamp up to 1 s in the future would otherwise make the
         # first valid messages 'time_backwards' (rightly: they look older)
@@ -407,6 +409,8 @@ def run(args) -> int:
             m.header.stamp.sec, m.header.stamp.nanosec = divmod(c.t_ns, 1_000_000_000)
             c.js.publish(m)
         c.paced(sent_soak, args.rate, valid)
+        cpu_soak = {k: 100 * (cpu_seconds(p.pid) - cpu_soak0[k]) / (time.monotonic() - wall_soak0)
+                    for k, p in procs.items()}
         c.spin_for(2.0)
         soak_outputs = c.gravity_count - gravity0
         rss_end = {k: rss_mb(p.pid) for k, p in procs.items()}
@@ -440,6 +444,10 @@ def run(args) -> int:
             (f'soak: sent at {args.rate:.0f} Hz for {args.soak:g} s / received by the node / '
              'rejected / outputs received / lost', f'{sent_soak} / {received_soak} / '
              f'{rejected_soak} / {soak_outputs} / {lost_soak}'),
+            ('soak: CPU of the node processes over it, % of one core: dynamics_node (its '
+             'defaults, joint_states with positions only: gravity_torques, read) / frames_node '
+             '(/tf) / sim_node (its own loop)',
+             f"{cpu_soak['dynamics']:.1f} / {cpu_soak['frames']:.1f} / {cpu_soak['sim']:.1f}"),
             ('soak: runs of consecutive lost messages / longest / first lost at (s)',
              f"{len(runs)} / {max((n for _, n in runs), default=0)} / "
              f"{', '.join(f'{k / args.rate:.1f}' for k, _ in runs[:8])}"
