@@ -349,25 +349,13 @@ def test_merging_bytes_equals_decoding_them_then_update_values(monkeypatch):
         statuses.append(result[0] if not args[5] else ('big-endian', result[0]))
         return result
     monkeypatch.setattr(jsb, 'merge_joint_state', recorded)
+    monkeypatch.setattr(joint_states, 'JIT_ENABLED', True)   # (interpreted without numba)
     rng = np.random.default_rng(11)
-    by_bytes, by_values = JointStateMerger(robot), JointStateMerger(robot)
-    decoder = JointStateDecoder()
+    pair = (JointStateMerger(robot), JointStateMerger(robot), JointStateDecoder())
+    by_bytes = pair[0]
 
     def both(data):
-        """The message through both; their outcomes and state equal."""
-        outcomes = []
-        for read in (lambda: by_bytes.update_bytes(data),
-                     lambda: _decode_then_merge(decoder, by_values, data)):
-            try:
-                outcomes.append(('ok', read()))
-            except Rejected as exc:
-                outcomes.append(('rejected', exc.reason, str(exc)))
-        assert outcomes[0] == outcomes[1], outcomes
-        for a, b in ((by_bytes.values, by_values.values), (by_bytes.known, by_values.known)):
-            assert np.array_equal(a, b)
-        assert (by_bytes.last_stamp_ns, by_bytes.clock_resets) == \
-            (by_values.last_stamp_ns, by_values.clock_resets)
-        return outcomes[0]
+        return _through_both(pair, data)
     t = 10 * 10**9
     endian, frame_id, counts = '<', '', (n, n, n)
     for k in range(3000):
@@ -423,6 +411,89 @@ def test_merging_bytes_equals_decoding_them_then_update_values(monkeypatch):
         assert seen.get(status, 0) + seen.get(('big-endian', status), 0) > 0, seen
     assert seen[jsb.MERGED] > 500 and seen[('big-endian', jsb.MERGED)] > 500, seen
     assert by_bytes.clock_resets > 0
+
+
+def test_merging_bytes_equals_decoding_on_every_flipped_bit_cut_and_added_byte(monkeypatch):
+    """Every single-bit flip, truncation and 1-8 trailing bytes of a message the compiled merge
+    takes (both byte orders, three sets of array lengths), each after that message itself:
+    update_bytes gives what decode then update_values give (a flip of the encapsulation or of
+    a count is another layout, never the old one's values). Then what keeps or replaces the
+    compiled merge: a first message with trailing bytes, a partial sender interleaved with a
+    full one, a model swap."""
+    from rbd_ros.ros import joint_state_bytes as jsb
+    monkeypatch.setattr(joint_states, 'JIT_ENABLED', True)   # (interpreted without numba)
+    robot = load_robot(TREE3)
+    names, n = list(robot.joint_names), len(robot.joint_names)
+    rng = np.random.default_rng(5)
+
+    both = _through_both
+
+    def fresh():
+        return JointStateMerger(robot), JointStateMerger(robot), JointStateDecoder()
+    cases = 0
+    for endian in ('<', '>'):
+        for counts in ((n, n, n), (n, 0, n), (n, n, 0)):
+            def message(sec, frame_id='base'):
+                return _cdr_joint_state(names, [rng.normal(size=c) for c in counts], sec, 7,
+                                        frame_id, endian)
+            first, base = message(5), message(6)
+            variants = [base[:cut] for cut in range(len(base))]
+            variants += [base + bytes(k) for k in range(1, 9)]
+            for at in range(len(base)):
+                for bit in range(8):
+                    flipped = bytearray(base)
+                    flipped[at] ^= 1 << bit
+                    variants.append(bytes(flipped))
+            for data in variants:
+                pair = fresh()
+                both(pair, first)
+                assert pair[0]._fast is not None
+                both(pair, data)
+                cases += 1
+    assert cases > 5000
+    # a first message with bytes after its end: the next, of the same layout without them,
+    # replaces the compiled merge's length
+    statuses = []
+    merge = jsb.merge_joint_state
+    monkeypatch.setattr(jsb, 'merge_joint_state',
+                        lambda *args: statuses.append(merge(*args)) or statuses[-1])
+    pair = fresh()
+    full = [[0.5] * n] * 3
+    both(pair, _cdr_joint_state(names, full, 1, 0) + bytes(4))
+    for k in range(2, 6):
+        both(pair, _cdr_joint_state(names, full, k, 0))
+    assert [s[0] for s in statuses] == [jsb.OTHER_LAYOUT] + [jsb.MERGED] * 3
+    # two senders on one topic, every joint and two of them: the full one stays compiled
+    statuses.clear()
+    for k in range(6, 16):
+        both(pair, _cdr_joint_state(names if k % 2 else names[:2], [[0.1 * k] * (n if k % 2
+                                                                             else 2)] * 3, k, 0))
+    assert [s[0] for s in statuses] == [jsb.OTHER_LAYOUT, jsb.MERGED] * 5
+    # a model swap: the new merger carries the state and starts without a compiled merge
+    swapped = (JointStateMerger(robot, pair[0]), JointStateMerger(robot, pair[1]), pair[2])
+    assert swapped[0]._fast is None
+    for k in range(16, 19):
+        both(swapped, _cdr_joint_state(names, full, k, 0))
+    assert swapped[0]._fast is not None
+
+
+def _through_both(pair, data):
+    """One message through (merger, merger, decoder): update_bytes on the first, decode then
+    update_values on the second; their outcomes (a return or a rejection) and states equal."""
+    by_bytes, by_values, decoder = pair
+    outcomes = []
+    for read in (lambda: by_bytes.update_bytes(data),
+                 lambda: _decode_then_merge(decoder, by_values, data)):
+        try:
+            outcomes.append(('ok', read()))
+        except Rejected as exc:
+            outcomes.append(('rejected', exc.reason, str(exc)))
+    assert outcomes[0] == outcomes[1], (data, outcomes)
+    assert np.array_equal(by_bytes.values, by_values.values)
+    assert np.array_equal(by_bytes.known, by_values.known)
+    assert (by_bytes.last_stamp_ns, by_bytes.clock_resets) == \
+        (by_values.last_stamp_ns, by_values.clock_resets)
+    return outcomes[0]
 
 
 def _decode_then_merge(decoder, merger, data):

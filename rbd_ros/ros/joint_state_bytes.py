@@ -207,7 +207,10 @@ def layout_checks(lay: '_JointStateLayout') -> list[tuple[int, int]]:
 @kernel
 def layout_differs(buf, at, template, checks) -> bool:
     """Whether the message at buf[at:] differs from ``template`` in any byte range of
-    ``checks`` (rows: start, stop; the caller has checked the message's length)."""
+    ``checks`` (rows: start, stop; the caller has checked the message's length). The
+    analysis's gather_fixed has the same loop inline: numba keys a kernel's cache on its own
+    file, so a kernel of one package never calls one of another (a change here would leave
+    the other's cached machine code stale)."""
     differ = 0
     for c in range(checks.shape[0]):
         for k in range(checks[c, 0], checks[c, 1]):   # (no early exit: vectorised)

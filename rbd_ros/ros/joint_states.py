@@ -164,9 +164,11 @@ class JointStateMerger:
         sec, nanosec, names, position, velocity, effort = self._decoder.decode(data)
         unknown, has_effort = self.update_values(names, position, velocity, effort,
                                                  sec * 1_000_000_000 + nanosec)
+        # a new layout (or length) that names every joint in order replaces the compiled
+        # merge's; one that does not leaves it (two senders interleaved: one keeps it)
         layout = self._decoder.layout
-        if JIT_ENABLED and (fast is None or fast.layout is not layout):
-            self._fast = self._fast_merge(layout, data)
+        if JIT_ENABLED and (fast is None or fast.layout is not layout or fast.size != len(data)):
+            self._fast = self._fast_merge(layout, data) or fast
         return sec, nanosec, unknown, has_effort
 
     def _fast_merge(self, layout, data: bytes) -> '_FastMerge | None':
