@@ -16,8 +16,9 @@ from sensor_msgs.msg import JointState
 
 from rbd_ros.dynamics._jit import JIT_ENABLED
 
-from . import joint_state_bytes as wire
-from .joint_state_bytes import Rejected  # noqa: F401 (raised and caught by the nodes)
+from . import joint_state_bytes
+from .joint_state_bytes import (MERGED, MERGED_CLOCK_RESET, NON_FINITE, TIME_BACKWARDS,
+                                Rejected)  # (Rejected: raised and caught by the nodes)
 from .robot import Robot
 
 #: A stamp older than the previous one by more than this is a reset of the sender's clock (a log
@@ -85,11 +86,11 @@ class JointStateMerger:
         self._complete = self._effort_complete = False
         # update_bytes: the layout of the last message read, and (a message naming every joint
         # in model order) what merge_joint_state compares and copies
-        self._decoder = wire.JointStateDecoder()
+        self._decoder = joint_state_bytes.JointStateDecoder()
         self._fast: _FastMerge | None = None
-        self._raw = np.zeros(24 * n, np.uint8)
+        self._raw = np.zeros(3 * 8 * n, np.uint8)      # (the three arrays' float64 bytes)
         if JIT_ENABLED:
-            wire.warm_up()
+            joint_state_bytes.warm_up()
         if previous is not None:   # a model swap keeps what is known, by name
             self.last_stamp_ns = previous.last_stamp_ns
             self.clock_resets = previous.clock_resets
@@ -97,9 +98,8 @@ class JointStateMerger:
                 j = previous.robot.slot.get(name)
                 if j is None:
                     continue
-                for attr in ('position', 'velocity', 'effort'):
-                    getattr(self, attr)[i] = getattr(previous, attr)[j]
-                    getattr(self, 'has_' + attr)[i] = getattr(previous, 'has_' + attr)[j]
+                self.values[:, i] = previous.values[:, j]
+                self.known[:, i] = previous.known[:, j]
 
     @property
     def complete(self) -> bool:
@@ -150,16 +150,16 @@ class JointStateMerger:
         takes that path."""
         fast = self._fast
         if fast is not None:
-            status, sec, nanosec = wire.merge_joint_state(
+            status, sec, nanosec = joint_state_bytes.merge_joint_state(
                 data, fast.size, fast.template, fast.checks, fast.arrays, fast.swap,
                 self.last_stamp_ns, CLOCK_RESET_NS, self._raw, self.values, self.known)
-            if status == wire.MERGED or status == wire.MERGED_CLOCK_RESET:
-                self.clock_resets += status == wire.MERGED_CLOCK_RESET
+            if status == MERGED or status == MERGED_CLOCK_RESET:
+                self.clock_resets += status == MERGED_CLOCK_RESET
                 self.last_stamp_ns = sec * 1_000_000_000 + nanosec
                 return sec, nanosec, [], fast.has_effort
-            if status == wire.NON_FINITE:
+            if status == NON_FINITE:
                 raise Rejected('non_finite', NON_FINITE_DETAIL)
-            if status == wire.TIME_BACKWARDS:
+            if status == TIME_BACKWARDS:
                 raise Rejected('time_backwards', self._backwards(sec * 1_000_000_000 + nanosec))
         sec, nanosec, names, position, velocity, effort = self._decoder.decode(data)
         unknown, has_effort = self.update_values(names, position, velocity, effort,
@@ -180,7 +180,7 @@ class JointStateMerger:
         if plan is None or not plan.identity or any(count not in (0, n)
                                                     for _, count in layout.arrays):
             return None
-        checks = wire.layout_checks(layout)
+        checks = joint_state_bytes.layout_checks(layout)
         return _FastMerge(
             layout=layout, size=len(data),
             template=np.frombuffer(data[:max(stop for _, stop in checks)], np.uint8).copy(),
