@@ -17,7 +17,7 @@ from sensor_msgs.msg import JointState
 from rbd_ros.dynamics._jit import JIT_ENABLED
 
 from . import joint_state_bytes
-from .joint_state_bytes import (MERGED, MERGED_CLOCK_RESET, NON_FINITE, TIME_BACKWARDS,
+from .joint_state_bytes import (MERGED_CLOCK_RESET, NON_FINITE, OTHER_LAYOUT, TIME_BACKWARDS,
                                 Rejected)  # (Rejected: raised and caught by the nodes)
 from .robot import Robot
 
@@ -25,6 +25,10 @@ from .robot import Robot
 #: replayed from its start, a restarted driver, or one bad stamp from the future before): taken,
 #: and counted. Older by less, it is a message delivered out of order: rejected (time_backwards).
 CLOCK_RESET_NS = 1_000_000_000
+
+#: compiled merges kept per merger, the last used first: one per sender on the topic (an arm's
+#: driver and a gripper's), each tried in turn on a message of its length
+FAST_MERGES = 4
 
 #: merge plans are cached for at most this many name lists, each of at most this many names and
 #: characters (a robot's own lists are far smaller; others are planned per message)
@@ -84,11 +88,10 @@ class JointStateMerger:
         self._skip = set(robot.mimic_names) | set(robot.multi_dof_names)
         self._plans: dict[tuple[str, ...], _MergePlan] = {}
         self._complete = self._effort_complete = False
-        # update_bytes: the layout of the last message read, and (a message naming every joint
-        # in model order) what merge_joint_state compares and copies
+        # update_bytes: the layout of the last message read, and what merge_joint_state
+        # compares and copies for the layouts merged last (the last used first)
         self._decoder = joint_state_bytes.JointStateDecoder()
-        self._fast: _FastMerge | None = None
-        self._raw = np.zeros(3 * 8 * n, np.uint8)      # (the three arrays' float64 bytes)
+        self._fast: list[_FastMerge] = []
         if JIT_ENABLED:
             joint_state_bytes.warm_up()
         if previous is not None:   # a model swap keeps what is known, by name
@@ -129,7 +132,7 @@ class JointStateMerger:
                 unknown.append(name)
         plan = _MergePlan(
             identity=slots == list(range(len(self.position))) and len(names) == len(slots),
-            slots=np.array(slots, dtype=int), src=np.array(src, dtype=int),
+            slots=np.array(slots, dtype=np.int64), src=np.array(src, dtype=np.int64),
             unknown=tuple(unknown))
         # bounded: a stream of ever-new or huge name lists (a hostile publisher) costs no memory
         if len(names) <= PLAN_CACHE_NAMES and sum(map(len, names)) <= PLAN_CACHE_CHARACTERS:
@@ -144,48 +147,55 @@ class JointStateMerger:
         that are not a JointState (JointStateDecoder).
 
         A driver sends one layout (frame_id, names, array lengths) every time: once a message
-        naming every joint in model order has been merged, the next ones of its layout are
-        checked and merged by one compiled call (merge_joint_state), which is what decoding
-        them and ``update_values`` would do, with the same rejections; any other message
-        takes that path."""
-        fast = self._fast
-        if fast is not None:
+        has been merged, the next ones of its layout are checked and merged by one compiled
+        call (merge_joint_state, through the merge plan of its names), which is what decoding
+        them and ``update_values`` would do, with the same rejections. The last FAST_MERGES
+        layouts are kept (senders interleaved on one topic); any other message takes that
+        path."""
+        size = len(data)
+        for k, fast in enumerate(self._fast):
+            if fast.size != size:
+                continue
             status, sec, nanosec = joint_state_bytes.merge_joint_state(
-                data, fast.size, fast.template, fast.checks, fast.arrays, fast.swap,
-                self.last_stamp_ns, CLOCK_RESET_NS, self._raw, self.values, self.known)
-            if status == MERGED or status == MERGED_CLOCK_RESET:
-                self.clock_resets += status == MERGED_CLOCK_RESET
-                self.last_stamp_ns = sec * 1_000_000_000 + nanosec
-                return sec, nanosec, [], fast.has_effort
+                data, size, fast.template, fast.checks, fast.arrays, fast.swap,
+                self.last_stamp_ns, CLOCK_RESET_NS, fast.src, fast.slots, fast.raw,
+                self.values, self.known)
+            if status == OTHER_LAYOUT:
+                continue
             if status == NON_FINITE:
                 raise Rejected('non_finite', NON_FINITE_DETAIL)
             if status == TIME_BACKWARDS:
                 raise Rejected('time_backwards', self._backwards(sec * 1_000_000_000 + nanosec))
+            self.clock_resets += status == MERGED_CLOCK_RESET
+            self.last_stamp_ns = sec * 1_000_000_000 + nanosec
+            if k:
+                self._fast.insert(0, self._fast.pop(k))
+            return sec, nanosec, list(fast.unknown), fast.has_effort
         sec, nanosec, names, position, velocity, effort = self._decoder.decode(data)
         unknown, has_effort = self.update_values(names, position, velocity, effort,
                                                  sec * 1_000_000_000 + nanosec)
-        # a new layout (or length) that names every joint in order replaces the compiled
-        # merge's; one that does not leaves it (two senders interleaved: one keeps it)
-        layout = self._decoder.layout
-        if JIT_ENABLED and (fast is None or fast.layout is not layout or fast.size != len(data)):
-            self._fast = self._fast_merge(layout, data) or fast
+        if JIT_ENABLED:     # (merged: its layout is one a sender uses)
+            fast = self._fast_merge(self._decoder.layout, data)
+            if fast is not None:
+                self._fast.insert(0, fast)
+                del self._fast[FAST_MERGES:]
         return sec, nanosec, unknown, has_effort
 
     def _fast_merge(self, layout, data: bytes) -> '_FastMerge | None':
         """What merge_joint_state needs for messages of ``layout`` (that of ``data``, just
-        merged), or None when its names are not every joint in model order or an array is
-        partial (those take update_values)."""
+        merged), or None when its plan is not cached (a name list too long to keep)."""
         plan = self._plans.get(layout.names)
-        n = len(self.position)
-        if plan is None or not plan.identity or any(count not in (0, n)
-                                                    for _, count in layout.arrays):
+        if plan is None:
             return None
         checks = joint_state_bytes.layout_checks(layout)
+        m = len(layout.names)
         return _FastMerge(
-            layout=layout, size=len(data),
+            size=len(data),
             template=np.frombuffer(data[:max(stop for _, stop in checks)], np.uint8).copy(),
             checks=np.array(checks, dtype=np.int64), arrays=np.array(layout.arrays, np.int64),
-            swap=layout.stamp.format[0] == '>', has_effort=layout.arrays[2][1] > 0 and n > 0)
+            swap=layout.stamp.format[0] == '>', src=plan.src, slots=plan.slots,
+            raw=np.zeros(3 * 8 * m, np.uint8), unknown=plan.unknown,
+            has_effort=layout.arrays[2][1] > 0 and len(plan.slots) > 0)
 
     def _backwards(self, t: int) -> str:
         return f'stamp {t * 1e-9:.9f} s is older than {self.last_stamp_ns * 1e-9:.9f} s'
@@ -230,12 +240,15 @@ class JointStateMerger:
 @dataclasses.dataclass(frozen=True)
 class _FastMerge:
     """merge_joint_state's arguments for one layout of messages."""
-    layout: object            # the decoder's layout it was made from
     size: int                 # bytes of each message
     template: np.ndarray      # uint8: the first message's bytes, up to the last check
     checks: np.ndarray        # (k, 2) byte ranges equal to the template's
     arrays: np.ndarray        # (3, 2) offset and count of position, velocity, effort
     swap: bool                # big-endian
+    src: np.ndarray           # the merge plan: the message's index of each value taken ...
+    slots: np.ndarray         # ... and its slot in the merger
+    raw: np.ndarray           # uint8: room for the three arrays' float64 values
+    unknown: tuple[str, ...]  # names the model does not know (returned, counted)
     has_effort: bool
 
 
