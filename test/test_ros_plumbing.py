@@ -322,12 +322,13 @@ def _cdr_joint_state(names, fields, sec, nanosec, frame_id='', endian='<') -> by
 
 
 def test_merging_bytes_equals_decoding_them_then_update_values(monkeypatch):
-    """JointStateMerger.update_bytes (a repeated layout naming every joint in order: one
-    compiled call, merge_joint_state) gives what JointStateDecoder.decode then update_values
-    give, message for message: the same return or the same rejection, the same merged state,
-    stamp and clock resets; over a stream of either byte order with NaN and inf, stamps out of
-    order and clock resets, layouts that change (frame_id, array lengths, shuffled, partial
-    and unknown names, a mimic joint's name), trailing, truncated and flipped bytes."""
+    """JointStateMerger.update_bytes (a repeated layout: one compiled call, merge_joint_state,
+    through the merge plan of its names) gives what JointStateDecoder.decode then
+    update_values give, message for message: the same return or the same rejection, the same
+    merged state, stamp and clock resets; over a stream of either byte order with NaN and inf,
+    stamps out of order and clock resets, layouts that change for a while and for one message
+    (frame_id, array lengths, shuffled, partial and unknown names, a mimic joint's name),
+    trailing, truncated and flipped bytes."""
     from rclpy.serialization import serialize_message
 
     from rbd_ros.ros import joint_state_bytes as jsb
@@ -357,13 +358,24 @@ def test_merging_bytes_equals_decoding_them_then_update_values(monkeypatch):
     def both(data):
         return _through_both(pair, data)
     t = 10 * 10**9
-    endian, frame_id, counts = '<', '', (n, n, n)
+    endian, frame_id, counts, sender = '<', '', (n, n, n), list(names)
+    merged_names = set()
+
+    def noted(*args):                    # (the names behind each merge the kernel did)
+        result = recorded(*args)
+        if result[0] in (jsb.MERGED, jsb.MERGED_CLOCK_RESET):
+            merged_names.add(len(args[8]) == n and bool((args[8] == np.arange(n)).all()))
+        return result
+    monkeypatch.setattr(jsb, 'merge_joint_state', noted)
     for k in range(3000):
         if rng.random() < 0.03:                      # another layout for a while
             endian = '>' if rng.random() < 0.3 else '<'
             frame_id = str(rng.choice(['', 'base', 'world_frame']))
             counts = tuple(int(rng.choice([0, n])) for _ in range(3))
-        order = list(names)
+            sender = [list(names), list(rng.permutation(names)), names[1:],
+                      ['finger_joint'] + names[::-1][:2] + ['nope'] + names[::-1][2:]][
+                          int(rng.integers(4))]
+        order = list(sender)
         r = rng.random()
         if r < 0.03:
             order = list(rng.permutation(names))
@@ -373,7 +385,7 @@ def test_merging_bytes_equals_decoding_them_then_update_values(monkeypatch):
             order = names + ['nope']
         elif r < 0.08:
             order = names + ['finger_joint']
-        fields = [rng.normal(size=len(order) if c else 0) for c in counts]
+        fields = [rng.normal(size=len(order) if c == n else 0) for c in counts]
         if rng.random() < 0.03 and len(fields[0]):
             fields[0][rng.integers(len(order))] = rng.choice([np.nan, np.inf, -np.inf])
         r = rng.random()
@@ -410,6 +422,7 @@ def test_merging_bytes_equals_decoding_them_then_update_values(monkeypatch):
                    jsb.TIME_BACKWARDS):           # (each path of the compiled merge taken)
         assert seen.get(status, 0) + seen.get(('big-endian', status), 0) > 0, seen
     assert seen[jsb.MERGED] > 500 and seen[('big-endian', jsb.MERGED)] > 500, seen
+    assert merged_names == {True, False}    # (every joint in order, and other name lists)
     assert by_bytes.clock_resets > 0
 
 
@@ -447,12 +460,12 @@ def test_merging_bytes_equals_decoding_on_every_flipped_bit_cut_and_added_byte(m
             for data in variants:
                 pair = fresh()
                 both(pair, first)
-                assert pair[0]._fast is not None
+                assert pair[0]._fast
                 both(pair, data)
                 cases += 1
     assert cases > 5000
     # a first message with bytes after its end: the next, of the same layout without them,
-    # replaces the compiled merge's length
+    # gets a compiled merge of its own length
     statuses = []
     merge = jsb.merge_joint_state
     monkeypatch.setattr(jsb, 'merge_joint_state',
@@ -462,19 +475,30 @@ def test_merging_bytes_equals_decoding_on_every_flipped_bit_cut_and_added_byte(m
     both(pair, _cdr_joint_state(names, full, 1, 0) + bytes(4))
     for k in range(2, 6):
         both(pair, _cdr_joint_state(names, full, k, 0))
-    assert [s[0] for s in statuses] == [jsb.OTHER_LAYOUT] + [jsb.MERGED] * 3
-    # two senders on one topic, every joint and two of them: the full one stays compiled
+    assert [s[0] for s in statuses] == [jsb.MERGED] * 3
+    # two senders on one topic, every joint and two of them: both compiled after their first
     statuses.clear()
     for k in range(6, 16):
         both(pair, _cdr_joint_state(names if k % 2 else names[:2], [[0.1 * k] * (n if k % 2
                                                                              else 2)] * 3, k, 0))
-    assert [s[0] for s in statuses] == [jsb.OTHER_LAYOUT, jsb.MERGED] * 5
+    assert [s[0] for s in statuses] == [jsb.MERGED] * 9
+    # two senders of one length (another frame_id of as many bytes): the second's first message
+    # tried against the first's merge, then each against the other's before its own
+    statuses.clear()
+    for k in range(16, 22):
+        both(pair, _cdr_joint_state(names, full, k, 0, 'left_frame' if k % 2 else 'rght_frame'))
+    assert [s[0] for s in statuses] == [jsb.OTHER_LAYOUT] + [jsb.OTHER_LAYOUT,
+                                                             jsb.MERGED] * 4, statuses
+    # more senders than kept merges: the least recently used goes
+    for k in range(22, 22 + 2 * joint_states.FAST_MERGES):
+        both(pair, _cdr_joint_state(names, full, k, 0, f'frame{k}'))
+    assert len(pair[0]._fast) == joint_states.FAST_MERGES
     # a model swap: the new merger carries the state and starts without a compiled merge
     swapped = (JointStateMerger(robot, pair[0]), JointStateMerger(robot, pair[1]), pair[2])
-    assert swapped[0]._fast is None
-    for k in range(16, 19):
+    assert swapped[0]._fast == []
+    for k in range(40, 43):
         both(swapped, _cdr_joint_state(names, full, k, 0))
-    assert swapped[0]._fast is not None
+    assert swapped[0]._fast
 
 
 def _through_both(pair, data):
