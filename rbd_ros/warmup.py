@@ -1,7 +1,7 @@
 """``warmup``: fill numba's cache for every rbd_ros.dynamics kernel, one compile group per core,
 for the simulator's step, dynamics_node's external-torque observer, the offline analysis's
-loops (rbd_ros/analysis/kernels.py) and the nodes' joint_states merge
-(rbd_ros/ros/joint_state_bytes.py).
+loops (rbd_ros/analysis/kernels.py), the nodes' joint_states merge
+(rbd_ros/ros/joint_state_bytes.py) and their outputs' fill (rbd_ros/ros/wire.py).
 
 Run once after installing (scripts/setup.sh does; on a ROS install ``ros2 run rbd_ros warmup``
 after ``colcon build``) so that no process compiles on its first message. Each group of
@@ -39,7 +39,13 @@ def main() -> int:
     warm_up_analysis()
     from rbd_ros.ros.joint_state_bytes import warm_up as warm_up_joint_states   # the nodes'
     warm_up_joint_states()                                                     # input
-    print(f'rbd_ros.dynamics, simulator, observer, analysis and joint-state kernels ready in '
+    try:
+        from rbd_ros.ros.wire import warm_up as warm_up_outputs   # ... and outputs
+    except ImportError:     # (no rclpy: the core and the analysis alone)
+        pass
+    else:
+        warm_up_outputs()
+    print(f'rbd_ros.dynamics, simulator, observer, analysis and the nodes\' kernels ready in '
           f'{time.perf_counter() - start:.1f} s')
     return 0
 

@@ -293,6 +293,69 @@ def test_every_output_template_fills_the_message_it_names():
                           [[(scattered.wrench.force, 'x'), (scattered.wrench.torque, 'z')]])
 
 
+def test_compiled_fill_equals_numpy_fill(monkeypatch):
+    """SerializedMessage's compiled fill (one call per message: stamp, values, finite check)
+    gives the bytes and the finite flag of the numpy path, for every template of
+    dynamics_node and sim_node, on finite values, NaN and inf in any field, sums that overflow
+    (finite values), extreme stamps; arrays it was not compiled for (lists, int, strided,
+    read-only) take numpy with the same result, and bad lengths and stamps are refused as
+    before, nothing compiled on the way."""
+    from rbd_ros.dynamics._jit import JIT_ENABLED
+    if not JIT_ENABLED:
+        pytest.skip('numba is not installed: there is only the numpy fill')
+    names = ['j1', 'joint_two', 'j3']
+    templates = [wire.joint_state_out(names, 'position', 'effort'),
+                 wire.joint_state_out(names, 'position', 'velocity', 'effort'),
+                 wire.joint_state_out(names, 'effort'),
+                 wire.trajectory_point_out(names, 'positions', 'velocities', 'accelerations',
+                                           'effort'),
+                 wire.float64_array_out(3), wire.wrench_out('tool0'),
+                 wire.odometry_out('odom', 'base'), wire.transform_out('world', 'base'),
+                 wire.clock_out()]
+    rng = np.random.default_rng(3)
+    calls = []
+    fill = wire.fill_fields
+    monkeypatch.setattr(wire, 'fill_fields', lambda *args: calls.append(1) or fill(*args))
+
+    def read_only(a):
+        a = a.copy()
+        a.setflags(write=False)
+        return a
+    for out in templates:
+        assert out._compiled
+        numpy_twin = SerializedMessage.__new__(SerializedMessage)
+        numpy_twin.__dict__.update(out.__dict__, _compiled=False)
+        for trial in range(60):
+            arrays = [rng.normal(size=n) * 10.0 ** rng.integers(-3, 4) for n in out.lengths]
+            if trial % 4 == 1 and arrays:                    # NaN or inf somewhere
+                a = arrays[rng.integers(len(arrays))]
+                if len(a):
+                    a[rng.integers(len(a))] = rng.choice([np.nan, np.inf, -np.inf])
+            elif trial % 4 == 2 and arrays:                  # finite, but the sum overflows
+                arrays[0][:] = 1.7e308
+            sec = int(rng.choice([0, 7, -2**31, 2**31 - 1, -5]))
+            nanosec = int(rng.choice([0, 999_999_999, 2**32 - 1]))
+            before = len(calls)
+            compiled = out._fill(sec, nanosec, arrays)
+            assert len(calls) == before + 1                  # (it was the compiled call)
+            assert compiled == numpy_twin._fill(sec, nanosec, arrays)
+            finite = all(np.isfinite(a).all() for a in arrays)
+            assert compiled[1] == finite
+            assert (out.fill_finite(sec, nanosec, *arrays) is None) == (not finite)
+        if out.lengths:                       # not compiled for these: numpy, the same bytes
+            for convert in (lambda a: a.tolist(), lambda a: np.round(a).astype(int),
+                            lambda a: np.repeat(a, 2)[::2], read_only):
+                arrays = [rng.normal(size=n) for n in out.lengths]
+                assert out._fill(1, 2, [convert(a) for a in arrays]) == \
+                    numpy_twin._fill(1, 2, [convert(a) for a in arrays])
+            with pytest.raises(ValueError):
+                out.fill(1, 2, *[np.zeros(n + 1) for n in out.lengths])
+        if out._stamp is not None:
+            with pytest.raises(struct.error):
+                out.fill(2**31, 0, *[np.zeros(n) for n in out.lengths])
+    assert len(fill.signatures) == 1, fill.signatures   # (nothing compiled on the way)
+
+
 def _cdr_joint_state(names, fields, sec, nanosec, frame_id='', endian='<') -> bytes:
     """A JointState in plain CDR of either byte order (rclpy writes little-endian only)."""
     out = bytearray(b'\0\x01\0\0' if endian == '<' else b'\0\0\0\0')

@@ -353,18 +353,17 @@ class DynamicsNode(RbdNode):
             raise Rejected('no_base_state', 'waiting for the first ~/base_state')
         return self.base.q, self.base.v
 
-    def _emit(self, pub: Output, out: SerializedMessage, sec, nanosec, arrays,
-              computed=None) -> bool:
+    def _emit(self, pub: Output, out: SerializedMessage, sec, nanosec, arrays) -> bool:
         """A per-joint_states output through the fast path: ``arrays`` written into ``out``'s
         bytes (the fields it was made with, in order), stamped (sec, nanosec), published when
         anybody subscribes (nothing done otherwise); False (counted, logged, not published) when
-        a value of ``computed`` (default: every array; the echoed input passed its own check in
-        the merger) is NaN or inf."""
+        a value is NaN or inf."""
         if not pub.readers:
             return True
-        if not all_finite(*(arrays if computed is None else computed)):   # never NaN or inf
+        data = out.fill_finite(sec, nanosec, *arrays)
+        if data is None:                   # never NaN or inf
             return self._non_finite(pub)
-        pub.publish(out.fill(sec, nanosec, *arrays))
+        pub.publish(data)
         self.stats.published += 1
         return True
 
@@ -425,8 +424,7 @@ class DynamicsNode(RbdNode):
             else:
                 tau_ref = self._closing(loops.reference_torques, robot.model, q, q_ref[out],
                                         v_ref[out], a_ref[out])
-            self._emit(self.pub_id, rt.id_out, sec, nanosec,
-                       (q_ref[out], v_ref[out], tau_ref), (tau_ref,))
+            self._emit(self.pub_id, rt.id_out, sec, nanosec, (q_ref[out], v_ref[out], tau_ref))
         if ref.active and self.pub_error.readers:    # ... and how far
             e = tracking_error(q_ref[out], m.position[out], robot.continuous[out])
             e_dot = v_ref[out] - m.velocity[out]
@@ -502,8 +500,8 @@ class DynamicsNode(RbdNode):
             g[rt.out_slots] = g_out
         source = self._law()
         if self._emit(self.pub_gravity, rt.gravity_out, sec, nanosec,
-                      (m.position[rt.out_slots] if loops is not None else m.position, g_out),
-                      (g_out,)) and source == 'gravity':
+                      (m.position[rt.out_slots] if loops is not None else m.position, g_out)) \
+                and source == 'gravity':
             self._command(rt, g)
         if source not in ('none', 'gravity') or rt.reference.active:
             self._track(rt, sec, nanosec, q, base_v)
@@ -530,7 +528,7 @@ class DynamicsNode(RbdNode):
                 if not robot.direct_state:
                     qdd = qdd[robot.v_index]
                 self._emit(self.pub_fd, rt.fd_out, sec, nanosec,
-                           (m.position, m.velocity, qdd, m.effort), (qdd,))
+                           (m.position, m.velocity, qdd, m.effort))
             if rt.observer.enabled:
                 self._external(rt, sec, nanosec, q, r, dt)
 
@@ -546,8 +544,7 @@ class DynamicsNode(RbdNode):
         tau[loops.actuated_v] = m.effort[out]
         qdd = self.stats.timed(rbd.constrained_forward_dynamics, robot.model, q, v, tau)
         self._emit(self.pub_fd, rt.fd_out, sec, nanosec,
-                   (m.position[out], v[loops.actuated_v], qdd[loops.actuated_v], m.effort[out]),
-                   (v[loops.actuated_v], qdd[loops.actuated_v]))
+                   (m.position[out], v[loops.actuated_v], qdd[loops.actuated_v], m.effort[out]))
 
     def _observe(self, rt: Runtime, sec, nanosec, q, v, tau, accelerations: bool):
         """The external torques r (control/observer.py) after this sample, and the seconds

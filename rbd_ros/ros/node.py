@@ -32,8 +32,9 @@ from rclpy.exceptions import InvalidHandle
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from rbd_ros.dynamics._jit import load_signature_kernels
+from rbd_ros.dynamics._jit import JIT_ENABLED, load_signature_kernels
 
+from . import joint_state_bytes, wire
 from .cdr import CdrChecker
 from .diagnostics import Stats, diagnostic_status
 from .joint_states import Rejected
@@ -110,8 +111,13 @@ class RbdNode(Node):
         # every signature kernel (the core's entry points), from numba's cache, now: loaded on
         # a first call instead, each would make a message ~3.5 ms late (and numba's first load
         # sets up its registries: 0.3 s, with collector passes of 30 ms that /diagnostics would
-        # count as the node's). The batch, simulator and observer kernels load as before.
+        # count as the node's). So are the kernels of the joint_states merge and the outputs'
+        # fill (a model's load would load them, after Stats: a full collection then measured
+        # 58 ms). The batch, simulator and observer kernels load as before.
         load_signature_kernels()
+        if JIT_ENABLED:
+            joint_state_bytes.warm_up()
+            wire.warm_up()
         self.stats = Stats()
         self.runtime = None
         self.payload = None             # (link, mass, com, inertia about the COM) or None
