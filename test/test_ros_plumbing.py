@@ -356,6 +356,55 @@ def test_compiled_fill_equals_numpy_fill(monkeypatch):
     assert len(fill.signatures) == 1, fill.signatures   # (nothing compiled on the way)
 
 
+def test_transforms_message_is_the_tf_message_frames_node_built():
+    """frames_node's /tf bytes (TransformsMessage filled by kinematics.relative_transforms)
+    deserialize to the TFMessage of Python messages it used to build (transform_msg of
+    relative_pose for each moving joint): names, stamps, and poses to rounding, on random
+    configurations of robots with mimic, planar and floating joints; a NaN pose is reported
+    and a stamp out of range refused."""
+    from rclpy.serialization import deserialize_message
+    from tf2_msgs.msg import TFMessage
+
+    from conftest import ARM
+    from rbd_ros.dynamics.kinematics import relative_transforms
+    from rbd_ros.dynamics.warmup import _URDF
+    from rbd_ros.ros.messages import relative_pose, transform_msg
+    rng = np.random.default_rng(8)
+    for urdf in (ARM, TREE3, _URDF):
+        model = rbd.Model.from_urdf(urdf)
+        moving = [(j.parent, j.child) for j in model.joints
+                  if j.type != 'fixed' or j.mimic is not None]
+        out = wire.TransformsMessage([('p/' + a, 'p/' + b) for a, b in moving])
+        parents = np.array([model.frame_index[a] for a, _ in moving], np.int64)
+        children = np.array([model.frame_index[b] for _, b in moving], np.int64)
+        for trial in range(20):
+            q = rbd.integrate(model, model.neutral(), rng.uniform(-2.0, 2.0, model.nv), float(
+                trial > 0))
+            poses = rbd.frame_poses(model, q)
+            assert relative_transforms(poses.array, parents, children, out.doubles,
+                                       out.value_at)
+            sec, nanosec = int(rng.integers(-2**31, 2**31)), int(rng.integers(0, 2**32))
+            out.stamp(sec, nanosec)
+            got = deserialize_message(out.data(), TFMessage)
+            stamp = Time(sec=sec, nanosec=nanosec)
+            want = [transform_msg(relative_pose(poses[a], poses[b]), 'p/' + a, 'p/' + b, stamp)
+                    for a, b in moving]
+            assert len(got.transforms) == len(want)
+            for g, w in zip(got.transforms, want):
+                assert (g.header, g.child_frame_id) == (w.header, w.child_frame_id)
+                for field in ('translation', 'rotation'):
+                    a, b = getattr(g.transform, field), getattr(w.transform, field)
+                    names = 'xyz' if field == 'translation' else 'xyzw'
+                    assert np.allclose([getattr(a, c) for c in names],
+                                       [getattr(b, c) for c in names], rtol=0, atol=1e-12)
+        if moving:
+            bad = poses.array.copy()
+            bad[children[0], 0, 3] = np.nan
+            assert not relative_transforms(bad, parents, children, out.doubles, out.value_at)
+            with pytest.raises(ValueError):
+                out.stamp(2**31, 0)
+
+
 def _cdr_joint_state(names, fields, sec, nanosec, frame_id='', endian='<') -> bytes:
     """A JointState in plain CDR of either byte order (rclpy writes little-endian only)."""
     out = bytearray(b'\0\x01\0\0' if endian == '<' else b'\0\0\0\0')

@@ -7,6 +7,8 @@ Each body's pose, twist and acceleration come from its parent's, composing movin
 A frame (a link) is fixed to a body: its motion is the body's, seen at the frame (actInv of the
 frame's placement), then expressed in the requested reference (layout.REFERENCE_*).
 """
+import numpy as np
+
 from ._jit import inline_kernel, kernel
 from .checks import BAD_SHAPE, OK, configuration_status, state_status
 from .joints import body_transform, joint_velocity, motion_subspace_column
@@ -14,6 +16,7 @@ from .layout import (ACC, ARMATURE, BODY_FLOAT_COLS, COR_Y, FRAME_BODY, FRAME_CO
                      FRAME_PLACEMENT, GRAVITY, INERTIA, JTYPE, LI, NVJ, O, PARENT, QIDX,
                      REFERENCE_LOCAL, REFERENCE_WORLD, SCRATCH_MOTION, SCRATCH_MOTION_2,
                      SCRATCH_X, VEL, VIDX, VJ, WS_COLS)
+from .rotations import rotation_quaternion
 from .spatial import compose, inertia_times_motion, motion_cross, motion_to_child, motion_to_parent
 
 
@@ -93,6 +96,35 @@ def frame_placements(body_int, body_float, ws, q, out):
             out[f, 3, r] = 0.0
         out[f, 3, 3] = 1.0
     return OK
+
+
+@kernel
+def relative_transforms(poses, parents, children, out, at) -> bool:
+    """The pose of frame children[k] in frame parents[k], from world poses (``poses``: 4x4
+    each, frame_placements'), as [x, y, z, qx, qy, qz, qw] into out[at[k]:at[k] + 7] (any
+    flat float64 array: frames_node's is the bytes of its /tf message). parent_T_child =
+    oT_parent^-1 oT_child: R = Rp^T Rc, p = Rp^T (pc - pp); the quaternion as
+    rotations.matrix_to_quaternion. Returns whether every value written is finite."""
+    finite = True
+    for k in range(parents.shape[0]):
+        P, C = poses[parents[k]], poses[children[k]]
+        d0, d1, d2 = C[0, 3] - P[0, 3], C[1, 3] - P[1, 3], C[2, 3] - P[2, 3]
+        i = at[k]
+        for r in range(3):
+            out[i + r] = P[0, r] * d0 + P[1, r] * d1 + P[2, r] * d2
+        out[i + 3], out[i + 4], out[i + 5], out[i + 6] = rotation_quaternion(
+            _column_dot(P, C, 0, 0), _column_dot(P, C, 0, 1), _column_dot(P, C, 0, 2),
+            _column_dot(P, C, 1, 0), _column_dot(P, C, 1, 1), _column_dot(P, C, 1, 2),
+            _column_dot(P, C, 2, 0), _column_dot(P, C, 2, 1), _column_dot(P, C, 2, 2))
+        for j in range(i, i + 7):
+            finite = finite and np.isfinite(out[j])
+    return finite
+
+
+@inline_kernel
+def _column_dot(P, C, r, c):
+    """(Rp^T Rc)[r, c]: column r of P's rotation dotted with column c of C's."""
+    return P[0, r] * C[0, c] + P[1, r] * C[1, c] + P[2, r] * C[2, c]
 
 
 @inline_kernel

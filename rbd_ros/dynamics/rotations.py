@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 
+from ._jit import kernel
+
 
 def rpy_to_matrix(rpy):
     """URDF fixed-axis roll-pitch-yaw: R = Rz(yaw) Ry(pitch) Rx(roll)."""
@@ -27,24 +29,28 @@ def quaternion_to_matrix(x, y, z, w):
 
 def matrix_to_quaternion(r):
     """Unit quaternion (x, y, z, w) of a rotation matrix (Shepperd's method), w >= 0."""
-    m00, m11, m22 = r[0, 0], r[1, 1], r[2, 2]
+    return rotation_quaternion(float(r[0, 0]), float(r[0, 1]), float(r[0, 2]),
+                               float(r[1, 0]), float(r[1, 1]), float(r[1, 2]),
+                               float(r[2, 0]), float(r[2, 1]), float(r[2, 2]))
+
+
+@kernel
+def rotation_quaternion(m00, m01, m02, m10, m11, m12, m20, m21, m22):
+    """matrix_to_quaternion of the matrix's entries: a kernel, so that compiled code (frames
+    for /tf, kinematics.relative_transforms) and Python take the same arithmetic."""
     trace = m00 + m11 + m22
     if trace > 0:
         s = 2.0 * math.sqrt(1.0 + trace)
-        w, x, y, z = 0.25 * s, (r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, \
-            (r[1, 0] - r[0, 1]) / s
+        w, x, y, z = 0.25 * s, (m21 - m12) / s, (m02 - m20) / s, (m10 - m01) / s
     elif m00 > m11 and m00 > m22:
         s = 2.0 * math.sqrt(1.0 + m00 - m11 - m22)
-        w, x, y, z = (r[2, 1] - r[1, 2]) / s, 0.25 * s, (r[0, 1] + r[1, 0]) / s, \
-            (r[0, 2] + r[2, 0]) / s
+        w, x, y, z = (m21 - m12) / s, 0.25 * s, (m01 + m10) / s, (m02 + m20) / s
     elif m11 > m22:
         s = 2.0 * math.sqrt(1.0 + m11 - m00 - m22)
-        w, x, y, z = (r[0, 2] - r[2, 0]) / s, (r[0, 1] + r[1, 0]) / s, 0.25 * s, \
-            (r[1, 2] + r[2, 1]) / s
+        w, x, y, z = (m02 - m20) / s, (m01 + m10) / s, 0.25 * s, (m12 + m21) / s
     else:
         s = 2.0 * math.sqrt(1.0 + m22 - m00 - m11)
-        w, x, y, z = (r[1, 0] - r[0, 1]) / s, (r[0, 2] + r[2, 0]) / s, \
-            (r[1, 2] + r[2, 1]) / s, 0.25 * s
+        w, x, y, z = (m10 - m01) / s, (m02 + m20) / s, (m12 + m21) / s, 0.25 * s
     if w < 0:
         x, y, z, w = -x, -y, -z, -w
     norm = math.sqrt(x * x + y * y + z * z + w * w)

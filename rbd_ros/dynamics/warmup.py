@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from . import _jit, api, closed_loops
+from . import _jit, api, closed_loops, kinematics, rotations
 from .model import Model
 
 # one model with every joint type, a mimic joint, a closed loop and (below) a floating base
@@ -67,7 +67,11 @@ def warm_up(verbose=True):
                 api.frame_velocity_derivatives(model, args[0], args[1], 'tool', 'local')
                 _closed_loops(model, args[0], args[1])
             closed_loops.close_loops(model, q, ['j1'])
-            api.frame_poses(model, q)
+            poses = api.frame_poses(model, q).array
+            pairs = np.arange(len(poses), dtype=np.int64)   # (frames_node's /tf)
+            kinematics.relative_transforms(poses, pairs, pairs, np.empty(7 * len(poses)),
+                                           7 * pairs)
+            rotations.matrix_to_quaternion(np.eye(3))
             for ref in api.REFERENCES:
                 api.frame_velocity(model, q, v, 'tool', ref)
                 api.frame_acceleration(model, q, v, v, 'tool', ref)

@@ -2,7 +2,9 @@
 
 ``/tf`` carries every joint that moves (single-DoF joints, mimic joints following their leaders,
 planar and floating joints) stamped with the joint_states stamp; ``/tf_static`` (transient local)
-carries the fixed joints, once per model. Poses come from one ``frame_poses`` call per message.
+carries the fixed joints, once per model. Per message: one ``frame_poses`` call, then one
+compiled call (kinematics.relative_transforms) writes every transform into the bytes of a
+TFMessage serialized once per model (ros/wire.py's TransformsMessage); no Python message.
 Planar and floating URDF joints are never static; joint_states cannot carry them, so they are held
 at their neutral pose (identity) and published on /tf like any moving joint (docs/ros.md).
 A description given as a parameter (or file) is republished latched on ``robot_description``.
@@ -19,20 +21,22 @@ import dataclasses
 import time
 
 import numpy as np
-from builtin_interfaces.msg import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 import rbd_ros.dynamics as rbd
 from rbd_ros.control.closed_loops import LoopClosure
-from rbd_ros.ros.joint_states import JointStateMerger, Rejected, all_finite
+from rbd_ros.dynamics._jit import compile_lock
+from rbd_ros.dynamics.kinematics import relative_transforms
+from rbd_ros.ros.joint_states import JointStateMerger, Rejected
 from rbd_ros.ros.messages import relative_pose, transform_msg
 from rbd_ros.ros.node import (ACTUATED_JOINTS, COMMON_PARAMS, JOINT_STATES_QOS, RbdNode,
                              node_main)
 from rbd_ros.ros.params import ParamSpec, non_negative
 from rbd_ros.ros.qos import LATCHED_QOS, TF_QOS, TF_STATIC_QOS, joint_states_qos
 from rbd_ros.ros.robot import Robot
+from rbd_ros.ros.wire import TransformsMessage
 
 PARAMS = {
     **COMMON_PARAMS,
@@ -55,6 +59,10 @@ class Runtime:
     moving: tuple[tuple[str, str], ...]     # (parent link, child link) of every moving joint
     fixed: tuple[tuple[str, str], ...]      # (parent link, child link) of every fixed joint
     loops: LoopClosure | None               # a robot with closed loops: how they close
+    tf_out: TransformsMessage               # /tf's bytes: the moving joints' transforms
+    parents: np.ndarray                     # frame index of each moving joint's parent ...
+    children: np.ndarray                    # ... and child link
+    poses: object                           # the FramePoses frame_poses overwrites
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +71,8 @@ class PendingTF:
 
     runtime: Runtime
     q: np.ndarray
-    stamp: object
+    sec: int
+    nanosec: int
 
 
 class FramesNode(RbdNode):
@@ -95,10 +104,20 @@ class FramesNode(RbdNode):
         if robot.model.constraint_names:
             loops = LoopClosure(robot.model, robot.joint_names, self.params['actuated_joints'])
         old = self.runtime
-        return Runtime(robot=robot, merger=JointStateMerger(robot, old.merger if old else None,
-                                                            None if loops is None
-                                                            else loops.required),
-                       moving=tuple(moving), fixed=tuple(fixed), loops=loops)
+        model, prefix = robot.model, self.params['frame_prefix']
+        index = model.frame_index
+        runtime = Runtime(
+            robot=robot, merger=JointStateMerger(robot, old.merger if old else None,
+                                                 None if loops is None else loops.required),
+            moving=tuple(moving), fixed=tuple(fixed), loops=loops,
+            tf_out=TransformsMessage([(prefix + p, prefix + c) for p, c in moving]),
+            parents=np.array([index[p] for p, _ in moving], np.int64),
+            children=np.array([index[c] for _, c in moving], np.int64),
+            poses=rbd.frame_poses(model, robot.q_neutral))
+        with compile_lock():   # compiled (or loaded from numba's cache) here, not on a message
+            relative_transforms(runtime.poses.array, runtime.parents, runtime.children,
+                                runtime.tf_out.doubles, runtime.tf_out.value_at)
+        return runtime
 
     def runtime_changed(self, runtime: Runtime) -> None:
         self.pending = None
@@ -133,23 +152,25 @@ class FramesNode(RbdNode):
                 q = self.stats.timed(rt.loops.close, rt.robot.model, q)
             except ValueError as exc:
                 raise Rejected('loops_open', str(exc)) from None
-        stamp = Time(sec=sec, nanosec=nanosec)
         if self.params['publish_frequency'] > 0:
-            self.pending = PendingTF(rt, q, stamp)
+            self.pending = PendingTF(rt, q.copy(), sec, nanosec)
         else:
-            self._publish_tf(rt, q, stamp)
+            self._publish_tf(rt, q, sec, nanosec)
 
     def publish_pending(self) -> None:
         pending, self.pending = self.pending, None
         if pending is not None:
-            self._publish_tf(pending.runtime, pending.q, pending.stamp)
+            self._publish_tf(pending.runtime, pending.q, pending.sec, pending.nanosec)
 
-    def _publish_tf(self, rt: Runtime, q: np.ndarray, stamp) -> None:
-        poses = self.stats.timed(rbd.frame_poses, rt.robot.model, q)
-        if not all_finite(*(poses[c] for _, c in rt.moving)):
-            self.stats.non_finite_outputs += 1
+    def _publish_tf(self, rt: Runtime, q: np.ndarray, sec: int, nanosec: int) -> None:
+        poses = self.stats.timed(rbd.frame_poses, rt.robot.model, q, out=rt.poses)
+        tf = rt.tf_out
+        if not relative_transforms(poses.array, rt.parents, rt.children, tf.doubles,
+                                   tf.value_at):
+            self.stats.non_finite_outputs += 1     # (never NaN or inf on /tf)
             return
-        self.pub_tf.publish(self._tf_message(rt.moving, poses, stamp))
+        tf.stamp(sec, nanosec)
+        self.pub_tf.publish(tf.data())
         self.stats.published += 1
 
     def stale_reason(self) -> str | None:

@@ -314,6 +314,79 @@ def transform_out(parent: str, child: str) -> SerializedMessage:
         [(p, 'x'), (p, 'y'), (p, 'z'), (r, 'x'), (r, 'y'), (r, 'z'), (r, 'w')]])
 
 
+class TransformsMessage:
+    """tf2_msgs/TFMessage of the same transforms (parent, child) every message, each stamped:
+    serialized once, then per message the poses are written into ``doubles`` (a float64 view
+    of the bytes) at ``value_at`` (x, y, z, qx, qy, qz, qw from there; frames_node's compiled
+    kinematics.relative_transforms writes them), :meth:`stamp` sets every transform's stamp,
+    and :meth:`data` is what ``Publisher.publish`` sends. Offsets are found, as
+    SerializedMessage's, by serializing marker values; deserializing the bytes gives the
+    message (test_ros_plumbing)."""
+
+    _SEC_MARK = 0x5EC0_7A11
+
+    def __init__(self, pairs: Sequence[tuple[str, str]]):
+        from geometry_msgs.msg import TransformStamped
+        from tf2_msgs.msg import TFMessage
+        msg = TFMessage()
+        for k, (parent, child) in enumerate(pairs):
+            t = TransformStamped(child_frame_id=child)
+            t.header.frame_id = parent
+            t.header.stamp = TimeMsg(sec=self._SEC_MARK, nanosec=k + 1)
+            p, r = t.transform.translation, t.transform.rotation
+            p.x, p.y, p.z, r.x, r.y, r.z, r.w = self._marks(k)
+            msg.transforms.append(t)
+        data = bytes(serialize_message(msg))
+        template = data[:cdr_length(msg)]
+        if template[1] & 1 != (sys.byteorder == 'little') or \
+                deserialize_message(template, TFMessage) != msg:
+            raise RuntimeError('TransformsMessage: the bytes are not the message (byte order, '
+                               'CDR length)')
+        size = len(template)
+        store = np.zeros(size + 16, np.uint8)
+        start = -(store.ctypes.data + 4) % 8       # (byte 4 8-aligned: as SerializedMessage)
+        self._buffer = store[start:start + size]
+        self._buffer[:] = np.frombuffer(template, np.uint8)
+        # uint32 words from byte 0 (stamps are 4-aligned), doubles from byte 4 (CDR aligns
+        # them to 8 counting from there)
+        self._words = store[start:start + size // 4 * 4].view(np.uint32)
+        self.doubles = store[start + 4:start + 4 + (size - 4) // 8 * 8].view(np.float64)
+        stamp_at, value_at = [], []
+        for k in range(len(pairs)):
+            at = _find_once(template, struct.pack('<iI' if template[1] & 1 else '>iI',
+                                                   self._SEC_MARK, k + 1))
+            stamp_at.append(at // 4)
+            values = _find_once(template, struct.pack('<7d' if template[1] & 1 else '>7d',
+                                                       *self._marks(k)))
+            value_at.append((values - 4) // 8)
+            if at % 4 or (values - 4) % 8:
+                raise RuntimeError('TransformsMessage: a stamp or a pose is not CDR-aligned')
+        self._stamp_at = np.array(stamp_at, np.int64)
+        self.value_at = np.array(value_at, np.int64)
+        self.count = len(pairs)
+
+    @staticmethod
+    def _marks(k: int) -> list[float]:
+        return [math.ldexp(1.0 + (7 * k + i + 1) / 2.0 ** 30, -1000) for i in range(7)]
+
+    def stamp(self, sec: int, nanosec: int) -> None:
+        """Every transform's header.stamp (sec int32, nanosec uint32)."""
+        if not (-2 ** 31 <= sec < 2 ** 31 and 0 <= nanosec < 2 ** 32):
+            raise ValueError(f'stamp {sec}.{nanosec:09d} out of builtin_interfaces/Time range')
+        self._words[self._stamp_at] = sec & 0xFFFFFFFF
+        self._words[self._stamp_at + 1] = nanosec
+
+    def data(self) -> bytes:
+        return self._buffer.tobytes()
+
+
+def _find_once(template: bytes, pattern: bytes) -> int:
+    offset = template.find(pattern)
+    if offset < 0 or template.find(pattern, offset + 1) >= 0:
+        raise RuntimeError('a marker was not found exactly once in the serialized message')
+    return offset
+
+
 def clock_out() -> SerializedMessage:
     """rosgraph_msgs/Clock: the stamp is the whole message."""
     from rosgraph_msgs.msg import Clock
