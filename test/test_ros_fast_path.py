@@ -18,10 +18,12 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from conftest import ARM, js, wait_until  # noqa: E402
 from rbd_ros.nodes.dynamics import DynamicsNode  # noqa: E402
+from rbd_ros.nodes.frames import FramesNode  # noqa: E402
 from rbd_ros.ros.node import RbdNode  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
@@ -52,9 +54,10 @@ def message_classes() -> list[type]:
 @pytest.fixture
 def constructions(monkeypatch):
     """Counts ROS message constructions by (where, class): ``where`` is 'on_joint_states' for
-    one made anywhere under DynamicsNode.on_joint_states, 'diagnostics' under
+    one made anywhere under DynamicsNode's or FramesNode's on_joint_states, 'diagnostics' under
     RbdNode.publish_diagnostics (the control: it builds its messages), else not counted."""
     where = {DynamicsNode.on_joint_states.__code__: 'on_joint_states',
+             FramesNode.on_joint_states.__code__: 'on_joint_states',
              RbdNode.publish_diagnostics.__code__: 'diagnostics'}
     counts = collections.Counter()
 
@@ -142,6 +145,34 @@ def test_no_output_builds_a_python_message(ros, constructions, source):
     assert list(last.name) == NAMES and len(last.effort) == 7 and not last.position
     assert boxes['external_wrench_estimate'][-1].header.frame_id == 'tool0'
     assert len(boxes['effort_commands'][-1].data) == 7
+
+
+def test_frames_node_builds_no_python_message_per_joint_states(ros, constructions):
+    """frames_node's /tf per joint_states: bytes filled by one compiled call, no message built
+    (it built a TransformStamped per moving joint), one /tf per input, stamped with it."""
+    from rbd_ros.ros.qos import TF_QOS
+    node = ros.start(FramesNode, {'robot_description': ARM, 'joint_states_qos': 'reliable',
+                                  'diagnostics_period': 0.2})
+    tf = ros.collect(TFMessage, '/tf', TF_QOS)
+    states = ros.publisher(JointState, 'joint_states', RELIABLE, wait_for=1)
+    rng = np.random.default_rng(6)
+    states.publish(js(NAMES, rng.uniform(-1, 1, 7), sec=50))
+    wait_until(lambda: tf, what='the first /tf')
+    wait_until(lambda: constructions['diagnostics', 'DiagnosticArray'] > 0,
+               what='a /diagnostics message')
+    published = node.stats.published
+    constructions.clear()
+    for k in range(200):
+        states.publish(js(NAMES, rng.uniform(-1, 1, 7), sec=51, nanosec=k * 1_000_000))
+        time.sleep(1e-3)
+    wait_until(lambda: node.stats.published == published + 200, timeout=60,
+               what='200 /tf messages')
+    built = {cls: n for (place, cls), n in constructions.items() if place == 'on_joint_states'}
+    assert built == {}, f'messages built per joint_states: {built}'
+    assert constructions['diagnostics', 'DiagnosticArray'] > 0    # (the counting works)
+    wait_until(lambda: tf[-1].transforms[0].header.stamp.nanosec == 199_000_000,
+               what='the last /tf at the probe')
+    assert len(tf[-1].transforms) == 7 and node.stats.internal_errors == 0
 
 
 def test_observer_gain_set_at_run_time_turns_the_observer_off_and_on(ros):
