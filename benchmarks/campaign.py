@@ -158,8 +158,6 @@ class Campaign:
         letters = list('abcxyz_0123456789')
         self.t_ns = getattr(self, 't_ns', 10**9)
         self.rss_trace = []
-        if pid is not None:
-            self.prime_reader_queue(names, pid)
 
         def flipped(data):
             data = bytearray(data)
@@ -242,6 +240,7 @@ class Campaign:
         the check sees after it is the nodes' own memory. RSS of ``pid`` before and after:
         self.primed."""
         from rbd_ros.ros.qos import JOINT_STATES_DEPTH
+        self.t_ns = getattr(self, 't_ns', 10**9)
         before = rss_mb(pid)
         for _ in range(2 * JOINT_STATES_DEPTH):
             self.t_ns += 1_000_000
@@ -397,6 +396,7 @@ def run(args) -> int:
         c.wait(lambda: 'rbd_dynamics' in c.diag and c.diag['rbd_dynamics'].get('model') == 'rbd_arm7',
                30, 'dynamics_node to load the arm')
         rss = {k: rss_mb(p.pid) for k, p in procs.items()}
+        c.prime_reader_queue(list(arm.joint_names), procs['dynamics'].pid)
         t0 = time.monotonic()
         sent_fuzz = c.fuzz(args.fuzz, list(arm.joint_names), procs['dynamics'].pid)
         fuzz_s = time.monotonic() - t0

@@ -29,6 +29,7 @@ import rbd_ros.dynamics as rbd
 from rbd_ros.control.closed_loops import LoopClosure
 from rbd_ros.dynamics._jit import compile_lock
 from rbd_ros.dynamics.kinematics import relative_transforms
+from rbd_ros.dynamics.rotations import matrix_to_quaternion
 from rbd_ros.ros.joint_states import JointStateMerger, Rejected
 from rbd_ros.ros.messages import relative_pose, transform_msg
 from rbd_ros.ros.node import (ACTUATED_JOINTS, COMMON_PARAMS, JOINT_STATES_QOS, RbdNode,
@@ -117,6 +118,7 @@ class FramesNode(RbdNode):
         with compile_lock():   # compiled (or loaded from numba's cache) here, not on a message
             relative_transforms(runtime.poses.array, runtime.parents, runtime.children,
                                 runtime.tf_out.doubles, runtime.tf_out.value_at)
+            matrix_to_quaternion(np.eye(3))      # (/tf_static's, from Python)
         return runtime
 
     def runtime_changed(self, runtime: Runtime) -> None:

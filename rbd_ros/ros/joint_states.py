@@ -27,8 +27,10 @@ from .robot import Robot
 CLOCK_RESET_NS = 1_000_000_000
 
 #: compiled merges kept per merger, the last used first: one per sender on the topic (an arm's
-#: driver and a gripper's), each tried in turn on a message of its length
-FAST_MERGES = 4
+#: driver and a gripper's), each tried in turn on a message of its length. A layout gets one
+#: the second time it is merged (of the last SEEN_LAYOUTS new ones): a stream of one-off
+#: layouts (fuzzed names) does not push the senders' merges out, nor copy a template each
+FAST_MERGES, SEEN_LAYOUTS = 8, 64
 
 #: merge plans are cached for at most this many name lists, each of at most this many names and
 #: characters (a robot's own lists are far smaller; others are planned per message)
@@ -92,6 +94,7 @@ class JointStateMerger:
         # compares and copies for the layouts merged last (the last used first)
         self._decoder = joint_state_bytes.JointStateDecoder()
         self._fast: list[_FastMerge] = []
+        self._seen: set[int] = set()      # hashes of layouts merged once, not yet kept
         if JIT_ENABLED:
             joint_state_bytes.warm_up()
         if previous is not None:   # a model swap keeps what is known, by name
@@ -146,12 +149,12 @@ class JointStateMerger:
         unknown names, whether it carried effort); rejects what ``update`` rejects, and bytes
         that are not a JointState (JointStateDecoder).
 
-        A driver sends one layout (frame_id, names, array lengths) every time: once a message
-        has been merged, the next ones of its layout are checked and merged by one compiled
-        call (merge_joint_state, through the merge plan of its names), which is what decoding
-        them and ``update_values`` would do, with the same rejections. The last FAST_MERGES
-        layouts are kept (senders interleaved on one topic); any other message takes that
-        path."""
+        A driver sends one layout (frame_id, names, array lengths) every time: once two
+        messages of a layout have been merged, the next ones are checked and merged by one
+        compiled call (merge_joint_state, through the merge plan of its names), which is what
+        decoding them and ``update_values`` would do, with the same rejections. The last
+        FAST_MERGES layouts are kept (senders interleaved on one topic); any other message
+        takes that path."""
         size = len(data)
         for k, fast in enumerate(self._fast):
             if fast.size != size:
@@ -174,11 +177,20 @@ class JointStateMerger:
         sec, nanosec, names, position, velocity, effort = self._decoder.decode(data)
         unknown, has_effort = self.update_values(names, position, velocity, effort,
                                                  sec * 1_000_000_000 + nanosec)
-        if JIT_ENABLED:     # (merged: its layout is one a sender uses)
-            fast = self._fast_merge(self._decoder.layout, data)
-            if fast is not None:
-                self._fast.insert(0, fast)
-                del self._fast[FAST_MERGES:]
+        if JIT_ENABLED:     # (merged: its layout may be one a sender repeats)
+            layout = self._decoder.layout
+            key = hash((len(data), layout.encapsulation, layout.fixed, layout.mask,
+                        layout.velocity_count_bytes, layout.effort_count_bytes))
+            if key not in self._seen:
+                if len(self._seen) >= SEEN_LAYOUTS:
+                    self._seen.clear()
+                self._seen.add(key)
+            else:
+                fast = self._fast_merge(layout, data)
+                if fast is not None:
+                    self._seen.discard(key)
+                    self._fast.insert(0, fast)
+                    del self._fast[FAST_MERGES:]
         return sec, nanosec, unknown, has_effort
 
     def _fast_merge(self, layout, data: bytes) -> '_FastMerge | None':
@@ -237,9 +249,9 @@ class JointStateMerger:
         return list(plan.unknown), bool(len(eff) and len(plan.slots))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class _FastMerge:
-    """merge_joint_state's arguments for one layout of messages."""
+    """merge_joint_state's arguments for one layout of messages (equal only to itself)."""
     size: int                 # bytes of each message
     template: np.ndarray      # uint8: the first message's bytes, up to the last check
     checks: np.ndarray        # (k, 2) byte ranges equal to the template's

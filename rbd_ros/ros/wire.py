@@ -145,14 +145,15 @@ class SerializedMessage:
         views = self._views
         if len(arrays) != len(views):
             raise ValueError(f'expected {len(views)} arrays, got {len(arrays)}')
-        if self._compiled:
+        if self._compiled and type(sec) is int and type(nanosec) is int:
             status = BAD_ARGUMENTS
             v, a = self._four_views, (*arrays, *_NO_FIELDS[len(arrays):])
             try:
                 status = fill_fields(self._stamp_words, sec, nanosec, v[0], a[0], v[1], a[1],
                                      v[2], a[2], v[3], a[3])
-            except (TypeError, ValueError):
-                pass     # (types it was not compiled for, an empty list: numpy below)
+            except (TypeError, ValueError, OverflowError):
+                pass     # (types it was not compiled for, an empty list, a stamp beyond
+                         # int64: numpy below, which names it)
             if status >= 0:
                 return self._buffer.tobytes(), status == FINITE
         # numpy: the same bytes, and the errors named (a length, a stamp out of range)
@@ -216,7 +217,10 @@ def fill_fields(stamp, sec, nanosec, v0, a0, v1, a1, v2, a2, v3, a3) -> int:
 def warm_up() -> None:
     """Compile (or load from numba's cache) ``fill_fields`` for aligned float64 views and
     contiguous float64 arrays, then let it compile nothing more: another type raises
-    TypeError, and the fill takes numpy (a compile on a node's message would stall it)."""
+    TypeError, and the fill takes numpy (a compile on a node's message would stall it).
+    Nothing without numba."""
+    if not JIT_ENABLED:
+        return
     with compile_lock():
         a = np.zeros(1)
         fill_fields(np.zeros(2, np.uint32), 0, 0, a, a, a, a, a, a, a, a)
