@@ -79,6 +79,35 @@ def test_processes_take_turns_at_the_compile_lock_and_a_killed_one_lets_go():
 
 
 @pytest.mark.skipif(os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0'), reason='needs numba')
+def test_a_process_compiling_into_a_cache_of_its_own_holds_up_nobody(tmp_path):
+    """The lock is per cache: a process compiling into its own NUMBA_CACHE_DIR (a test of the
+    kernels without IR inlining did, for 75 s, while every test that loaded the kernels waited)
+    does not hold up those of the sources' cache, and two of that other cache take turns."""
+    import time
+    # (deferred: importing the core compiles nothing, whatever the caches hold)
+    mine = dict(os.environ, RBD_ROS_DEFER_COMPILE='1')
+    other = dict(mine, NUMBA_CACHE_DIR=str(tmp_path / 'cache'))
+    holder = subprocess.Popen([sys.executable, '-c', _HOLD, '30', 'ex'], cwd=ROOT, env=other,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == 'locked'
+        started = time.monotonic()
+        here = subprocess.run([sys.executable, '-c', _HOLD, '0', 'ex'], cwd=ROOT, env=mine,
+                              capture_output=True, text=True, timeout=60)
+        assert here.returncode == 0 and here.stdout.strip() == 'locked', here.stderr
+        assert time.monotonic() - started < 20      # not after the holder's 30 s
+        same = subprocess.Popen([sys.executable, '-c', _HOLD, '0', 'sh'], cwd=ROOT, env=other,
+                                stdout=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        assert same.poll() is None                  # the other cache's: waiting
+        same.kill()
+        same.wait()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.skipif(os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0'), reason='needs numba')
 def test_processes_load_a_complete_cache_at_once():
     """Once a process has filled the cache (it says so in the cache), processes started
     together load it side by side: two shared holders hold the lock at the same time, and the

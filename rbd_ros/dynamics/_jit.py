@@ -194,7 +194,12 @@ def compile_lock(exclusive=None):
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    here = os.path.dirname(os.path.realpath(__file__))   # (one lock per cache, whatever the path)
+    # one lock per cache, whatever the path: the sources' directory, or NUMBA_CACHE_DIR's (a
+    # process compiling into a cache of its own, such as a test's, holds up nobody else's)
+    here = os.path.dirname(os.path.realpath(__file__))
+    cache_dir = os.environ.get('NUMBA_CACHE_DIR', '')
+    if cache_dir:
+        here += '\0' + os.path.realpath(cache_dir)
     key = hashlib.sha1(here.encode()).hexdigest()[:12]
     path = os.path.join(tempfile.gettempdir(), f'rbd_ros_compile_{key}.lock')
     try:
