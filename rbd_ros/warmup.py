@@ -1,15 +1,16 @@
-"""``warmup``: fill numba's cache for every rbd_ros.dynamics kernel, one compile group per core,
-for the simulator's step, dynamics_node's external-torque observer, the offline analysis's
-loops (rbd_ros/analysis/kernels.py), the nodes' joint_states merge
-(rbd_ros/ros/joint_state_bytes.py) and their outputs' fill (rbd_ros/ros/wire.py).
+"""``warmup``: fill numba's cache for every rbd_ros.dynamics kernel, the simulator's step,
+dynamics_node's external-torque observer, the offline analysis's loops
+(rbd_ros/analysis/kernels.py), the nodes' joint_states merge (rbd_ros/ros/joint_state_bytes.py)
+and their outputs' fill (rbd_ros/ros/wire.py).
 
 Run once after installing (scripts/setup.sh does; on a ROS install ``ros2 run rbd_ros warmup``
-after ``colcon build``) so that no process compiles on its first message. Each group of
-rbd_ros/dynamics/warmup.py compiles in its own worker process; then one ordinary process loads
-everything from the cache and compiles whatever is left (all of it if a worker failed).
+after ``colcon build``) so that no process compiles on its first message. Each of JOBS compiles
+in a worker process of its own, all at once; then one ordinary process loads everything from
+the cache and compiles whatever is left (all of it if a worker failed).
 This module imports nothing from rbd_ros.dynamics until the workers are done: importing it
 would compile every signature kernel in this process, serially.
 """
+import argparse
 import os
 import subprocess
 import sys
@@ -17,36 +18,48 @@ import time
 
 GROUP_COUNT = 2   # rbd_ros.dynamics.warmup.GROUPS
 
+#: the workers' jobs: the dynamics core's compile groups, the simulator's step, the nodes' and
+#: the analysis's kernels. Cold, one core each: about 110, 110, 70 and 20 s of compiling. All
+#: run at once, so the cores stay busy to the end: the two groups first and the rest after them
+#: in this process left one of 2 cores idle for 90 of 200 s.
+JOBS = tuple(f'group{k}' for k in range(GROUP_COUNT)) + ('simulator', 'nodes')
 
-def main() -> int:
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog='warmup', description='Compile every rbd_ros kernel '
+                                     "into numba's cache (once after installing).")
+    parser.add_argument('--job', choices=JOBS, help=argparse.SUPPRESS)   # (a worker)
+    args = parser.parse_args(argv)
+    if args.job is not None:
+        return run_job(args.job)
     start = time.perf_counter()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
     if cores and cores > 1 and os.environ.get('RBD_ROS_NO_JIT', '') in ('', '0'):
         env = dict(os.environ, RBD_ROS_DEFER_COMPILE='1')
-        workers = [subprocess.Popen([sys.executable, '-m', 'rbd_ros.dynamics.warmup',
-                                     '--group', str(k)], env=env)
-                   for k in range(GROUP_COUNT)]
-        for k, worker in enumerate(workers):
+        workers = {job: subprocess.Popen([sys.executable, '-m', 'rbd_ros.warmup', '--job', job],
+                                         env=env) for job in JOBS}
+        for job, worker in workers.items():
             if worker.wait() != 0:
-                print(f'warmup: compile group {k} failed (exit {worker.returncode}); '
+                print(f'warmup: the {job} worker failed (exit {worker.returncode}); '
                       'compiling its kernels in this process instead', file=sys.stderr)
     from rbd_ros.dynamics.warmup import warm_up
     warm_up(verbose=False)
     warm_up_simulator()
-    from rbd_ros.control.observer import warm_up as warm_up_observer   # dynamics_node's observer
-    warm_up_observer()
-    from rbd_ros.analysis.kernels import warm_up as warm_up_analysis   # `analyze`'s loops
-    warm_up_analysis()
-    from rbd_ros.ros.joint_state_bytes import warm_up as warm_up_joint_states   # the nodes'
-    warm_up_joint_states()                                                     # input
-    try:
-        from rbd_ros.ros.wire import warm_up as warm_up_outputs   # ... and outputs
-    except ImportError:     # (no rclpy: the core and the analysis alone)
-        pass
-    else:
-        warm_up_outputs()
+    warm_up_nodes()
     print(f'rbd_ros.dynamics, simulator, observer, analysis and the nodes\' kernels ready in '
           f'{time.perf_counter() - start:.1f} s')
+    return 0
+
+
+def run_job(job: str) -> int:
+    """A worker (RBD_ROS_DEFER_COMPILE=1): one of JOBS into the cache."""
+    if job.startswith('group'):
+        from rbd_ros.dynamics.warmup import compile_group
+        compile_group(int(job[len('group'):]))
+    elif job == 'simulator':
+        warm_up_simulator()
+    else:
+        warm_up_nodes()
     return 0
 
 
@@ -63,6 +76,22 @@ def warm_up_simulator():
                     [0.0, 0.0, 0.05, 0.0, 0.0, 0.0, 1.0], options=SimOptions())
     sim.advance(2)
 
+
+def warm_up_nodes():
+    """dynamics_node's observer, the offline analysis's loops, the nodes' joint_states merge
+    and (with rclpy) their outputs' fill."""
+    from rbd_ros.control.observer import warm_up as warm_up_observer
+    warm_up_observer()
+    from rbd_ros.analysis.kernels import warm_up as warm_up_analysis
+    warm_up_analysis()
+    from rbd_ros.ros.joint_state_bytes import warm_up as warm_up_joint_states
+    warm_up_joint_states()
+    try:
+        from rbd_ros.ros.wire import warm_up as warm_up_outputs
+    except ImportError:     # (no rclpy: the core and the analysis alone)
+        pass
+    else:
+        warm_up_outputs()
 
 if __name__ == '__main__':
     raise SystemExit(main())

@@ -5,8 +5,8 @@ that needs rclpy (ROS_FILES, test_ros_*.py, any test using the ``ros`` fixture; 
 carry it explicitly), ``slow`` to the tests listed in SLOW, ``one_distro`` and ``alone`` to
 those in ONE_DISTRO and ALONE (scripts/test.sh and .ci/run say what they do). When a run
 includes tests that start rbd_ros in a subprocess or a node (WARM_FILES, ``ros``), numba's
-cache is warmed once with ``python -m rbd_ros.warmup`` (2-4 s when warm, about a minute cold
-on 2 cores): before
+cache is warmed once with ``python -m rbd_ros.warmup`` (2-4 s when warm, about 3 minutes
+cold on 2 cores): before
 collection when the command line names a directory or such a file, else once the selected
 tests are known. A node subprocess that compiled its kernels at start-up would miss the
 tests' discovery timeouts. RBD_ROS_TEST_WARMUP=0 skips it.
@@ -132,6 +132,12 @@ ONE_DISTRO = {
     'test_analyze.py',                       # 27: the analysis of logs (rclpy writes them)
     'test_analyze_legged.py',                # 24: the nodes' part is test_ros_legged.py's
     'test_ros_feedforward.py::test_an_unknown_payload_feedback_laws_beat_feedforward_alone',  # 16
+    # the demo's phases (its nodes and bringup: test_ros_bringup's other tests)
+    'test_ros_bringup.py::test_demo_runs_and_summarises',       # 22
+    # how fast the observer flags a collision (its topics: the other test_ros_observer tests)
+    'test_ros_observer.py::test_a_collision_is_flagged_within_20_ms_and_not_on_a_free_trajectory',
+    # /diagnostics' period under a heavy step (the period parameter: test_ros_descriptions)
+    'test_ros_sim.py::test_diagnostics_keep_their_period_as_fast_as_possible_with_a_heavy_step',
 }
 
 
