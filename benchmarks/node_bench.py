@@ -712,9 +712,12 @@ def cpu_phase(driver: Driver, tmp: str, names: list[str], *, warmup: float, dura
                         RELAY_OUT_2: driver.listen(types['JointState'], RELAY_OUT_2)}}
     diags = {}
     trees = [('now', ROOT)] + ([('base', baseline)] if baseline is not None else [])
+    firsts = []   # (target, its box of first outputs, timeout s, whether it gets a reference)
     try:
+        # every process started at once, then each driven until it answers: they are measured
+        # only once all run, and one after the other their start-ups took 22 s of a smoke run
         children['relay'] = Child(relay_argv, os.path.join(tmp, 'cpu_relay.log'))
-        wait_first(driver, children['relay'], 'relay', counts['relay'][RELAY_OUT], 60)
+        firsts.append(('relay', counts['relay'][RELAY_OUT], 60, False))
         for target, outputs, third_read in RAW_RELAYS:   # rclpy's floor for bytes in and out
             ns = f'/bench_{target}'
             driver.add_target(target, ns + RELAY_IN)
@@ -727,7 +730,7 @@ def cpu_phase(driver: Driver, tmp: str, names: list[str], *, warmup: float, dura
             children[target] = Child(relay_argv + ['--relay-raw', '--relay-outputs',
                                                    str(outputs), '--relay-namespace', ns],
                                      os.path.join(tmp, f'cpu_{target}.log'))
-            wait_first(driver, children[target], target, counts[target][ns + RELAY_OUT], 60)
+            firsts.append((target, counts[target][ns + RELAY_OUT], 60, False))
         for variant, tree in trees:
             topics, unread = [], set()
             for k, (label, params, reference, added, read) in enumerate(OUTPUT_ROWS):
@@ -749,17 +752,19 @@ def cpu_phase(driver: Driver, tmp: str, names: list[str], *, warmup: float, dura
                 diags[target] = driver.listen_diagnostics(f'{ns}/{NODE}')
                 say(f'  {variant} row {k + 1}: {label}')
                 children[target] = Child(argv, os.path.join(tmp, f'cpu_{target}.log'), tree)
-                wait_first(driver, children[target], target, boxes['gravity_torques'], 180)
-                if reference:
-                    send_reference(driver, f'{ns}/{NODE}/reference', names)
-                    driver.target = target
-                    ok = driver.spin_until(lambda b=boxes: _received(b['inverse_dynamics']) > 0,
-                                           30)
-                    driver.target = None
-                    if not ok:
-                        raise PhaseError(f'{target}: no inverse_dynamics after a reference; '
-                                         'its log:\n' + children[target].tail())
+                firsts.append((target, boxes['gravity_torques'], 180, reference))
                 procs[target] = (variant, k)
+        for target, box, timeout, reference in firsts:
+            wait_first(driver, children[target], target, box, timeout)
+            if reference:
+                ns, boxes = f'/bench_{target}', counts[target]
+                send_reference(driver, f'{ns}/{NODE}/reference', names)
+                driver.target = target
+                ok = driver.spin_until(lambda b=boxes: _received(b['inverse_dynamics']) > 0, 30)
+                driver.target = None
+                if not ok:
+                    raise PhaseError(f'{target}: no inverse_dynamics after a reference; '
+                                     'its log:\n' + children[target].tail())
         start = {}
 
         def mark():
@@ -1048,7 +1053,7 @@ def main(argv=None) -> int:
     parser.add_argument('--duration', type=float, default=None,
                         help='s of 1 kHz input per process, latency table (default 60; smoke 1)')
     parser.add_argument('--cpu-duration', type=float, default=None,
-                        help='s of 1 kHz input per process, CPU table (default 15; smoke 1)')
+                        help='s of 1 kHz input per process, CPU table (default 15; smoke 0.5)')
     parser.add_argument('--warmup', type=float, default=None,
                         help='s of alternating input before measuring (default 10; smoke 0.5)')
     parser.add_argument('--block', type=float, default=None,
@@ -1075,7 +1080,7 @@ def main(argv=None) -> int:
         return relay_main(args.relay_raw, args.relay_outputs, args.relay_namespace)
     duration = args.duration if args.duration is not None else (1.0 if args.smoke else 60.0)
     cpu_duration = args.cpu_duration if args.cpu_duration is not None else \
-        (1.0 if args.smoke else 15.0)
+        (0.5 if args.smoke else 15.0)
     warmup = args.warmup if args.warmup is not None else (0.5 if args.smoke else 10.0)
     block = args.block if args.block is not None else (0.25 if args.smoke else 1.0)
     starts = args.starts if args.starts is not None else (1 if args.smoke else 9)

@@ -68,6 +68,20 @@ inputs_hash() {
 }
 HASH=$(inputs_hash)
 
+# numba's cache is filled (rbd_ros.warmup: minutes cold, on every core) in the background while
+# the ROS 2 wheels install and tf2_msgs builds, once the Python packages are in; the warm-up at
+# the end then loads it (seconds) and compiles whatever is left.
+WARMUP_PID=
+WARMUP_LOG=$VENV/.rbd_warmup.log
+start_warmup() {
+  if [[ -f rbd_ros/warmup.py ]]; then
+    say "warming up numba kernels in the background (rbd_ros.warmup)"
+    "$PY" -m rbd_ros.warmup >"$WARMUP_LOG" 2>&1 &
+    WARMUP_PID=$!
+  fi
+}
+trap '[[ -n $WARMUP_PID ]] && kill "$WARMUP_PID" 2>/dev/null; true' EXIT
+
 if [[ ! -x $PY ]]; then
   say "creating ${VENV#$ROOT/} (ROS 2 $DISTRO) with $($PYTHON --version 2>&1)"
   "$PYTHON" -m venv "$VENV"
@@ -82,8 +96,11 @@ if [[ -f $STAMP && $(cat "$STAMP") == "$HASH" ]] && "$PY" -c "$IMPORT_CHECK" 2>/
   say "python packages up to date (stamp matches)"
 else
   rm -f "$STAMP"
-  say "installing rbd_ros (editable, [test,fast,demo,analyze,xacro]) and the ROS 2 $DISTRO wheels"
-  pip_install -e '.[test,fast,demo,analyze,xacro]' "${ROS_WHEELS[@]}"
+  say "installing rbd_ros (editable, [test,fast,demo,analyze,xacro])"
+  pip_install -e '.[test,fast,demo,analyze,xacro]'
+  start_warmup     # (the ROS 2 wheels need nothing it compiles, and change none of its packages)
+  say "installing the ROS 2 $DISTRO wheels"
+  pip_install "${ROS_WHEELS[@]}"
   "$PY" -c "$IMPORT_CHECK" || die "imports still fail after pip install"
   NEED_STAMP=1
 fi
@@ -110,6 +127,14 @@ fi
 
 if [[ ${NEED_STAMP:-0} == 1 ]]; then echo "$HASH" >"$STAMP"; fi
 
+if [[ -n $WARMUP_PID ]]; then
+  status=0
+  wait "$WARMUP_PID" || status=$?
+  WARMUP_PID=
+  sed 's/^/  /' "$WARMUP_LOG"
+  rm -f "$WARMUP_LOG"
+  say "background warm-up: status $status"
+fi
 if [[ -f rbd_ros/warmup.py ]]; then
   say "warming up numba kernels (rbd_ros.warmup)"
   "$PY" -m rbd_ros.warmup
