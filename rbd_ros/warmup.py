@@ -34,8 +34,9 @@ def main(argv=None) -> int:
         return run_job(args.job)
     start = time.perf_counter()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
-    if cores and cores > 1 and os.environ.get('RBD_ROS_NO_JIT', '') in ('', '0'):
-        env = dict(os.environ, RBD_ROS_DEFER_COMPILE='1')
+    env = dict(os.environ, RBD_ROS_DEFER_COMPILE='1')
+    if cores and cores > 1 and os.environ.get('RBD_ROS_NO_JIT', '') in ('', '0') \
+            and not cache_is_complete(env):
         workers = {job: subprocess.Popen([sys.executable, '-m', 'rbd_ros.warmup', '--job', job],
                                          env=env) for job in JOBS}
         for job, worker in workers.items():
@@ -49,6 +50,17 @@ def main(argv=None) -> int:
     print(f'rbd_ros.dynamics, simulator, observer, analysis and the nodes\' kernels ready in '
           f'{time.perf_counter() - start:.1f} s')
     return 0
+
+
+def cache_is_complete(env) -> bool:
+    """Whether a process has filled numba's cache for the kernels' sources as they are
+    (rbd_ros.dynamics._jit.cache_is_complete): then the workers are skipped, this process loads
+    the cache in seconds (four workers took 7 s to find nothing to do). Asked in a child process
+    (``env``: deferred), as importing the core here would compile it, serially, if not."""
+    done = subprocess.run([sys.executable, '-c', 'from rbd_ros.dynamics._jit import '
+                           'cache_is_complete; raise SystemExit(0 if cache_is_complete() else 1)'],
+                          env=env)
+    return done.returncode == 0
 
 
 def run_job(job: str) -> int:
