@@ -69,8 +69,8 @@ inputs_hash() {
 HASH=$(inputs_hash)
 
 # numba's cache is filled (rbd_ros.warmup: minutes cold, on every core) in the background while
-# the ROS 2 wheels install and tf2_msgs builds, once the Python packages are in; the warm-up at
-# the end then loads it (seconds) and compiles whatever is left.
+# the other packages install and tf2_msgs builds, once numba is in; the warm-up at the end then
+# loads it (seconds) and compiles whatever is left (all of what the background one missed).
 WARMUP_PID=
 WARMUP_LOG=$VENV/.rbd_warmup.log
 start_warmup() {
@@ -96,11 +96,15 @@ if [[ -f $STAMP && $(cat "$STAMP") == "$HASH" ]] && "$PY" -c "$IMPORT_CHECK" 2>/
   say "python packages up to date (stamp matches)"
 else
   rm -f "$STAMP"
-  say "installing rbd_ros (editable, [test,fast,demo,analyze,xacro])"
-  pip_install -e '.[test,fast,demo,analyze,xacro]'
-  start_warmup     # (the ROS 2 wheels need nothing it compiles, and change none of its packages)
-  say "installing the ROS 2 $DISTRO wheels"
-  pip_install "${ROS_WHEELS[@]}"
+  # numba and numpy first (about 20 s), so that the warm-up compiles while the rest installs:
+  # the rest resolves against them and changes neither (one resolve of everything, tried,
+  # keeps the same versions), and the warm-up's processes import rbd_ros before pip re-installs
+  # its editable link at the end
+  say "installing rbd_ros (editable, [fast]: numba)"
+  pip_install -e '.[fast]'
+  start_warmup
+  say "installing rbd_ros's extras [test,demo,analyze,xacro] and the ROS 2 $DISTRO wheels"
+  pip_install -e '.[test,fast,demo,analyze,xacro]' "${ROS_WHEELS[@]}"
   "$PY" -c "$IMPORT_CHECK" || die "imports still fail after pip install"
   NEED_STAMP=1
 fi
