@@ -712,12 +712,12 @@ def cpu_phase(driver: Driver, tmp: str, names: list[str], *, warmup: float, dura
                         RELAY_OUT_2: driver.listen(types['JointState'], RELAY_OUT_2)}}
     diags = {}
     trees = [('now', ROOT)] + ([('base', baseline)] if baseline is not None else [])
-    firsts = []   # (target, its box of first outputs, timeout s, whether it gets a reference)
+    firsts = []   # (target, its box of first outputs, timeout s, its ~/reference topic or None)
     try:
         # every process started at once, then each driven until it answers: they are measured
         # only once all run, and one after the other their start-ups took 22 s of a smoke run
         children['relay'] = Child(relay_argv, os.path.join(tmp, 'cpu_relay.log'))
-        firsts.append(('relay', counts['relay'][RELAY_OUT], 60, False))
+        firsts.append(('relay', counts['relay'][RELAY_OUT], 60, None))
         for target, outputs, third_read in RAW_RELAYS:   # rclpy's floor for bytes in and out
             ns = f'/bench_{target}'
             driver.add_target(target, ns + RELAY_IN)
@@ -730,7 +730,7 @@ def cpu_phase(driver: Driver, tmp: str, names: list[str], *, warmup: float, dura
             children[target] = Child(relay_argv + ['--relay-raw', '--relay-outputs',
                                                    str(outputs), '--relay-namespace', ns],
                                      os.path.join(tmp, f'cpu_{target}.log'))
-            firsts.append((target, counts[target][ns + RELAY_OUT], 60, False))
+            firsts.append((target, counts[target][ns + RELAY_OUT], 60, None))
         for variant, tree in trees:
             topics, unread = [], set()
             for k, (label, params, reference, added, read) in enumerate(OUTPUT_ROWS):
@@ -752,13 +752,14 @@ def cpu_phase(driver: Driver, tmp: str, names: list[str], *, warmup: float, dura
                 diags[target] = driver.listen_diagnostics(f'{ns}/{NODE}')
                 say(f'  {variant} row {k + 1}: {label}')
                 children[target] = Child(argv, os.path.join(tmp, f'cpu_{target}.log'), tree)
-                firsts.append((target, boxes['gravity_torques'], 180, reference))
+                firsts.append((target, boxes['gravity_torques'], 180,
+                               f'{ns}/{NODE}/reference' if reference else None))
                 procs[target] = (variant, k)
         for target, box, timeout, reference in firsts:
             wait_first(driver, children[target], target, box, timeout)
-            if reference:
-                ns, boxes = f'/bench_{target}', counts[target]
-                send_reference(driver, f'{ns}/{NODE}/reference', names)
+            if reference is not None:
+                boxes = counts[target]
+                send_reference(driver, reference, names)
                 driver.target = target
                 ok = driver.spin_until(lambda b=boxes: _received(b['inverse_dynamics']) > 0, 30)
                 driver.target = None

@@ -40,13 +40,12 @@ def test_groups_cover_every_signature_kernel():
 @pytest.mark.parametrize('group', [0, 1])
 def test_a_group_compiles_in_a_worker(group):
     pytest.importorskip('numba')
-    result = run(['-m', 'rbd_ros.dynamics.warmup', '--group', str(group)],
-                 RBD_ROS_DEFER_COMPILE='1')
+    result = run(['-m', 'rbd_ros.warmup', '--job', f'group{group}'], RBD_ROS_DEFER_COMPILE='1')
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_a_worker_needs_the_deferred_mode():
-    result = run(['-m', 'rbd_ros.dynamics.warmup', '--group', '0'], RBD_ROS_DEFER_COMPILE='0')
+    result = run(['-m', 'rbd_ros.warmup', '--job', 'group0'], RBD_ROS_DEFER_COMPILE='0')
     assert result.returncode != 0 and 'RBD_ROS_DEFER_COMPILE=1' in result.stderr
 
 

@@ -153,15 +153,10 @@ def compile_group(index):
 
 
 def main():
-    """``python -m rbd_ros.dynamics.warmup``: :func:`warm_up` in this process (serial);
-    ``--group K``: a parallel worker (see rbd_ros/warmup.py)."""
-    parser = argparse.ArgumentParser(description=main.__doc__.split('\n')[0])
-    parser.add_argument('--group', type=int, choices=range(len(GROUPS)), default=None)
-    args = parser.parse_args()
-    if args.group is None:
-        warm_up()
-    else:
-        compile_group(args.group)
+    """``python -m rbd_ros.dynamics.warmup``: :func:`warm_up` in this process (serial; the
+    parallel workers are rbd_ros/warmup.py's ``--job groupK``, which call compile_group)."""
+    argparse.ArgumentParser(description=main.__doc__.split('\n')[0]).parse_args()
+    warm_up()
 
 
 if __name__ == '__main__':
