@@ -90,11 +90,11 @@ def test_a_process_compiling_into_a_cache_of_its_own_holds_up_nobody(tmp_path):
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == 'locked'
-        started = time.monotonic()
         here = subprocess.run([sys.executable, '-c', _HOLD, '0', 'ex'], cwd=ROOT, env=mine,
                               capture_output=True, text=True, timeout=60)
         assert here.returncode == 0 and here.stdout.strip() == 'locked', here.stderr
-        assert time.monotonic() - started < 20      # not after the holder's 30 s
+        # (compile_lock says so when another process holds the lock for LOCK_QUIET_S)
+        assert 'waiting for another process' not in here.stderr, here.stderr
         same = subprocess.Popen([sys.executable, '-c', _HOLD, '0', 'sh'], cwd=ROOT, env=other,
                                 stdout=subprocess.PIPE, text=True)
         time.sleep(1.5)
