@@ -4,9 +4,10 @@ dynamics_node's external-torque observer, the offline analysis's loops
 and their outputs' fill (rbd_ros/ros/wire.py).
 
 Run once after installing (scripts/setup.sh does; on a ROS install ``ros2 run rbd_ros warmup``
-after ``colcon build``) so that no process compiles on its first message. Each of JOBS compiles
-in a worker process of its own, all at once; then one ordinary process loads everything from
-the cache and compiles whatever is left (all of it if a worker failed).
+after ``colcon build``) so that no process compiles on its first message. The workers run in
+two phases (PHASES): the kernels that several jobs call, then every job at once, each in a
+worker process of its own; then one ordinary process loads everything from the cache and
+compiles whatever is left (all of it if a worker failed).
 This module imports nothing from rbd_ros.dynamics until the workers are done: importing it
 would compile every signature kernel in this process, serially.
 """
@@ -17,12 +18,19 @@ import sys
 import time
 
 GROUP_COUNT = 2   # rbd_ros.dynamics.warmup.GROUPS
+SHARED_COUNT = 2  # rbd_ros.dynamics.warmup.SHARED
 
-#: the workers' jobs: the dynamics core's compile groups, the simulator's step, the nodes' and
-#: the analysis's kernels. Cold, one core each: about 110, 110, 70 and 20 s of compiling. All
-#: run at once, so the cores stay busy to the end: the two groups first and the rest after them
-#: in this process left one of 2 cores idle for 90 of 200 s.
-JOBS = tuple(f'group{k}' for k in range(GROUP_COUNT)) + ('simulator', 'nodes')
+#: the workers' jobs, in two phases. First the kernels that more than one job calls (the ABA,
+#: CRBA, RNEA, its derivatives, the loop kernels: 30 s of CPU each of the two, cold), so that
+#: each is compiled once; then, all at once, the dynamics core's compile groups, the
+#: simulator's step, the nodes' and the analysis's kernels (64, 56, 80 and 16 s of CPU,
+#: loading the shared kernels from the cache). All of a phase at once, so the cores stay busy
+#: (the groups first and the rest after them in this process left one of 2 cores idle for 90
+#: of 200 s). Cold on 2 cores: 153 s, 285 s of CPU; 181 s and ~355 s when every job compiled
+#: the kernels it shares.
+PHASES = (tuple(f'shared{k}' for k in range(SHARED_COUNT)),
+          tuple(f'group{k}' for k in range(GROUP_COUNT)) + ('simulator', 'nodes'))
+JOBS = tuple(job for phase in PHASES for job in phase)
 
 
 def main(argv=None) -> int:
@@ -37,12 +45,13 @@ def main(argv=None) -> int:
     env = dict(os.environ, RBD_ROS_DEFER_COMPILE='1')
     if cores and cores > 1 and os.environ.get('RBD_ROS_NO_JIT', '') in ('', '0') \
             and not cache_is_complete(env):
-        workers = {job: subprocess.Popen([sys.executable, '-m', 'rbd_ros.warmup', '--job', job],
-                                         env=env) for job in JOBS}
-        for job, worker in workers.items():
-            if worker.wait() != 0:
-                print(f'warmup: the {job} worker failed (exit {worker.returncode}); '
-                      'compiling its kernels in this process instead', file=sys.stderr)
+        for phase in PHASES:
+            workers = {job: subprocess.Popen([sys.executable, '-m', 'rbd_ros.warmup', '--job',
+                                              job], env=env) for job in phase}
+            for job, worker in workers.items():
+                if worker.wait() != 0:
+                    print(f'warmup: the {job} worker failed (exit {worker.returncode}); '
+                          'compiling its kernels in this process instead', file=sys.stderr)
     from rbd_ros.dynamics.warmup import warm_up
     warm_up(verbose=False)
     warm_up_simulator()
@@ -65,7 +74,10 @@ def cache_is_complete(env) -> bool:
 
 def run_job(job: str) -> int:
     """A worker (RBD_ROS_DEFER_COMPILE=1): one of JOBS into the cache."""
-    if job.startswith('group'):
+    if job.startswith('shared'):
+        from rbd_ros.dynamics.warmup import SHARED, compile_entries
+        compile_entries(SHARED[int(job[len('shared'):])])
+    elif job.startswith('group'):
         from rbd_ros.dynamics.warmup import compile_group
         compile_group(int(job[len('group'):]))
     elif job == 'simulator':

@@ -5,7 +5,7 @@ that needs rclpy (ROS_FILES, test_ros_*.py, any test using the ``ros`` fixture; 
 carry it explicitly), ``slow`` to the tests listed in SLOW, ``one_distro`` and ``alone`` to
 those in ONE_DISTRO and ALONE (scripts/test.sh and .ci/run say what they do). When a run
 includes tests that start rbd_ros in a subprocess or a node (WARM_FILES, ``ros``), numba's
-cache is warmed once with ``python -m rbd_ros.warmup`` (2-4 s when warm, about 3 minutes
+cache is warmed once with ``python -m rbd_ros.warmup`` (2-4 s when warm, 2.5 minutes
 cold on 2 cores): before
 collection when the command line names a directory or such a file, else once the selected
 tests are known. A node subprocess that compiled its kernels at start-up would miss the

@@ -11,10 +11,13 @@ ROOT = os.path.join(os.path.dirname(__file__), '..')
 COVERAGE = '''
 from rbd_ros import warmup
 from rbd_ros.dynamics import _jit
-from rbd_ros.dynamics.warmup import GROUPS
+from rbd_ros.dynamics.warmup import GROUPS, SHARED
 assert warmup.GROUP_COUNT == len(GROUPS), (warmup.GROUP_COUNT, len(GROUPS))
+assert warmup.SHARED_COUNT == len(SHARED), (warmup.SHARED_COUNT, len(SHARED))
 grouped = [name for names, _ in GROUPS for name in names]
 assert len(grouped) == len(set(grouped)), grouped
+shared = [name for names in SHARED for name in names]
+assert len(shared) == len(set(shared)) and set(shared) <= set(grouped), shared
 assert _jit.DEFERRED, 'no kernel was deferred'
 for dispatcher, _ in _jit.DEFERRED:
     name = dispatcher.py_func.__name__
@@ -37,10 +40,10 @@ def test_groups_cover_every_signature_kernel():
 
 
 @pytest.mark.skipif(os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0'), reason='needs numba')
-@pytest.mark.parametrize('group', [0, 1])
-def test_a_group_compiles_in_a_worker(group):
+@pytest.mark.parametrize('job', ['shared0', 'shared1', 'group0', 'group1'])
+def test_a_group_compiles_in_a_worker(job):
     pytest.importorskip('numba')
-    result = run(['-m', 'rbd_ros.warmup', '--job', f'group{group}'], RBD_ROS_DEFER_COMPILE='1')
+    result = run(['-m', 'rbd_ros.warmup', '--job', job], RBD_ROS_DEFER_COMPILE='1')
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -138,15 +138,31 @@ GROUPS = (
 )
 
 
-def compile_group(index):
-    """Worker side (RBD_ROS_DEFER_COMPILE=1): compile one group's kernels into the cache."""
+# The kernels more than one worker calls (the ABA and the CRBA: the groups, the simulator's step,
+# the observer; the RNEA, its derivatives and the loop kernels: both groups and the step), each
+# compiled once before the workers that share them start, through these entry points, in two
+# workers: the others then load them from the cache. Compiled by every worker that called them,
+# they were ~90 of the ~355 s of CPU a cold warm-up took. (A kernel called from another keeps
+# its own cache entry, which numba looks up before compiling it.)
+SHARED = (('aba_entry', 'crba_entry', 'rnea_entry'),
+          ('rnea_derivatives_entry', 'loop_residual_entry', 'loop_jacobian_entry',
+           'loop_bias_entry'))
+
+
+def compile_entries(names):
+    """Worker side (RBD_ROS_DEFER_COMPILE=1): compile these signature kernels into the cache."""
     if not _jit.DEFER_COMPILE:
-        raise RuntimeError('compile_group runs in a worker started with RBD_ROS_DEFER_COMPILE=1')
-    names, batch_calls = GROUPS[index]
+        raise RuntimeError('the warm-up workers run with RBD_ROS_DEFER_COMPILE=1')
     for dispatcher, signature in _jit.DEFERRED:
         if dispatcher.py_func.__name__ in names:
             dispatcher.compile(signature)
             dispatcher.disable_compile()   # as in a normal process: other types raise TypeError
+
+
+def compile_group(index):
+    """Worker side (RBD_ROS_DEFER_COMPILE=1): compile one group's kernels into the cache."""
+    names, batch_calls = GROUPS[index]
+    compile_entries(names)
     model = Model.from_urdf(_URDF.replace('<mimic joint="j1"/>', ''), floating_base=True)
     Q, V = np.stack([model.neutral()] * 2), np.full((2, model.nv), 0.1)
     batch_calls(model, Q, V, {'tool': np.ones(6)})
