@@ -138,6 +138,15 @@ ONE_DISTRO = {
     'test_ros_observer.py::test_a_collision_is_flagged_within_20_ms_and_not_on_a_free_trajectory',
     # /diagnostics' period under a heavy step (the period parameter: test_ros_descriptions)
     'test_ros_sim.py::test_diagnostics_keep_their_period_as_fast_as_possible_with_a_heavy_step',
+    # Solo-12 standing 10 s (31 s of CPU): its nodes' topics are the floating base's
+    # (test_ros_dynamics.py::test_floating_base_model, the box's tests in test_ros_legged.py)
+    # and the lockstep loop's (test_ros_sim.py)
+    'test_ros_legged.py::test_solo12_stands_for_10_s_in_closed_loop_with_dynamics_node',
+    # docs/ros.md's LQR loop against a push (22 s): the linearization's topics are the other
+    # test_ros_linearization.py tests'
+    'test_ros_linearization.py::test_the_docs_lqr_example_holds_the_arm_against_a_push',
+    # UR5's run of computed torque: the topics of the arm's run
+    'test_ros_feedforward.py::test_computed_torque_tracks_a_whole_trajectory[ur5]',
 }
 
 

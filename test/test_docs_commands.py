@@ -40,6 +40,14 @@ NOT_HERE = (
     (r'^ros2 launch ', '`launch` is not installable from PyPI: bringup starts the same nodes '
                        'from the same YAML (docs/ros.md, Running)'),
 )
+#: commands another test runs as written and checks further (a regular expression on the
+#: command, the test's file::name): run once, there
+RUN_ELSEWHERE = (
+    (r'^(\.venv/bin/)?python -m rbd_ros\.demo$',
+     'test_ros_bringup.py::test_demo_runs_and_summarises'),
+    (r'^(\.venv/bin/)?python -m rbd_ros\.demo --ankle$',
+     'test_ros_bringup.py::test_ankle_demo_holds_the_foot_where_a_tree_ignoring_the_loops_lets_it_fall'),
+)
 #: placeholder -> what stands for it here (paths relative to the scratch copy of the repo)
 PLACEHOLDERS = (
     ('path/to/robot.urdf', 'rbd_ros/robots/rbd_arm7.urdf'),
@@ -153,10 +161,28 @@ def test_every_docs_command_is_classified():
     assert len(commands) > 20, commands
     for where, command in commands:
         here = runnable(command)
-        known = (any(re.search(p, command) for p, _ in NOT_HERE)
+        known = (any(re.search(p, command) for p, _ in NOT_HERE + RUN_ELSEWHERE)
                  or here.startswith((shlex.quote(str(BIN)), shlex.quote(sys.executable),
                                      'bash scripts/')))
         assert known, f'{where}: a docs command this test does not know how to run: {command}'
+
+
+def test_the_commands_run_elsewhere_are_in_the_docs_and_run_there_as_written():
+    """Each RUN_ELSEWHERE pattern matches a docs command, and the test it names runs that
+    command's arguments (quoted in its source, in the command's order)."""
+    import ast
+    import inspect
+    commands = [command for _, command in doc_commands()]
+    for pattern, test in RUN_ELSEWHERE:
+        command = next((c for c in commands if re.search(pattern, c)), None)
+        assert command is not None, f'no docs command matches {pattern}'
+        module, name = test.split('::')
+        source = inspect.getsource(getattr(__import__(module[:-len('.py')]), name))
+        quoted = [node.value for node in ast.walk(ast.parse(source.lstrip()))
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+        arguments = shlex.split(command)[1:]        # (after python)
+        found = [a for a in quoted if a in arguments]
+        assert found[:len(arguments)] == arguments, (test, command, found)
 
 
 def docs_part(part):
@@ -188,8 +214,9 @@ def test_every_docs_command_runs(scratch, part):
     try:
         for where, command in docs_part(part):
             reason = next((r for p, r in NOT_HERE if re.search(p, command)), None)
-            if reason:
-                skipped.append(f'{where}: {command}: {reason}')
+            elsewhere = next((t for p, t in RUN_ELSEWHERE if re.search(p, command)), None)
+            if reason or elsewhere:
+                skipped.append(f'{where}: {command}: {reason or "runs in " + elsewhere}')
                 continue
             here = runnable(command)
             if 'tcp://host:8786' in here:
