@@ -270,12 +270,25 @@ def test_bad_logs_are_named_and_skipped(logs, tmp_path):
     (['--workers', '0'], "argument --workers: must be >= 1 (or auto), got 0"),
     (['--base-topic', '/odom'], '--base-topic and --contact-topic are for a floating base'),
 ])
-def test_usage_errors_exit_2(logs, args, words):
+def test_usage_errors_exit_2(logs, args, words, capsys):
+    """In this process (a process each took ~2.5 s of CPU); the status of the process itself:
+    the next test."""
+    from rbd_ros.analysis.cli import main
     if '--urdf' not in args:
         args = ['--urdf', str(ARM_PATH), *args]
-    result = analyze(logs[0], *args)
+    try:
+        status = main([str(logs[0]), *args])
+    except SystemExit as exc:          # (argparse's errors)
+        status = exc.code
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert words in err
+
+
+def test_a_usage_error_is_the_status_of_the_process(logs):
+    result = analyze(logs[0], '--urdf', ARM_PATH, '--identify', 'payload:nolink')
     assert result.returncode == 2, result.stdout + result.stderr
-    assert words in result.stderr
+    assert "unknown link 'nolink'" in result.stderr and 'Traceback' not in result.stderr
 
 
 def test_plots_and_a_low_cutoff_sample_rate(logs, tmp_path):
