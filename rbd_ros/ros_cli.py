@@ -110,17 +110,27 @@ def main(argv=None):
 
 #: s the command's teardown (its node, rclpy) may take before it exits without it
 TEARDOWN_S = 10.0
+#: s more before the last resort, which needs no GIL (below)
+TEARDOWN_GRACE_S = 2.0
 
 
 def _teardown(node, status) -> None:
     """Destroy the node and shut rclpy down, within TEARDOWN_S: the command's output is whole
-    by then. Twice under CI's load a Jazzy echo that had printed its message was still running
-    120 s later (where it waited, not seen: nor reproduced in 120 echoes here, loaded or not).
-    Past the limit: one line naming the step, and the exit (os._exit, which ends a process that
-    called main() in-process too), with the command's status."""
+    by then. Past the limit: one line naming the step, and the exit (os._exit, which ends a
+    process that called main() in-process too), with the command's status.
+    Fast DDS's participant deletion can spin without end while a discovery callback is in flight
+    (eProsima/Fast-DDS#6513; caught here with gdb: an echo whose three sibling echoes left at
+    the same moment, 100% of a core for minutes in DomainParticipant::set_listener under
+    rcl_node_fini), and it spins holding the GIL, so that no Python code runs again, the watch
+    below included. Then faulthandler's watchdog thread, which needs no GIL, prints every
+    thread's stack and ends the process with status 1, TEARDOWN_GRACE_S later."""
+    import faulthandler
+
     import rclpy
     step = ['destroy_node']
     done = threading.Event()
+    sys.stdout.flush()      # (the output whole before anything that may end the process)
+    faulthandler.dump_traceback_later(TEARDOWN_S + TEARDOWN_GRACE_S, exit=True)
 
     def run():
         try:
@@ -137,6 +147,7 @@ def _teardown(node, status) -> None:
             sys.stdout.flush()
         finally:
             os._exit(status)
+    faulthandler.cancel_dump_traceback_later()
 
 
 class Interrupted(Exception):
