@@ -206,6 +206,34 @@ def test_a_node_that_cannot_keep_its_rate_still_stops_on_ctrl_c():
     assert proc.returncode == 0, proc.stderr.read()
 
 
+STUCK_TEARDOWN = '''
+import ctypes, ctypes.util, sys
+import rclpy
+from rbd_ros.ros import node as ros_node
+ros_node.TEARDOWN_LIMIT_S = 1.0
+libc = ctypes.PyDLL(ctypes.util.find_library('c'))    # (PyDLL: the GIL stays held)
+
+def make():
+    node = rclpy.create_node('stuck')
+    node.destroy_node = lambda: libc.sleep(600)       # as Fast DDS's spin in rcl_node_fini
+    return [node]
+
+sys.exit(ros_node.run(make, sys.argv, name='stuck', duration=0.3))
+'''
+
+
+def test_a_node_whose_teardown_hangs_holding_the_gil_still_ends():
+    """Fast DDS's participant deletion can spin for ever with the GIL held
+    (eProsima/Fast-DDS#6513): the process prints its threads' stacks and ends, status 1,
+    TEARDOWN_LIMIT_S into the teardown, instead of a node that never exits."""
+    started = time.monotonic()
+    done = subprocess.run([os.sys.executable, '-c', STUCK_TEARDOWN], env=child_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert 'Timeout (0:00:01)!' in done.stderr and '<lambda>' in done.stderr, done.stderr
+    assert time.monotonic() - started < 30
+
+
 def test_sim_node_without_commands_keeps_real_time_and_stops_on_ctrl_c(ros):
     """Default parameters, no controller: the arm hangs in stiction; sim_node keeps
     publishing and stops on Ctrl-C (it once took 80 ms per 10 ms period in the friction solver

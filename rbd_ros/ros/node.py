@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import faulthandler
 import gc
 import inspect
 import math
@@ -598,6 +599,10 @@ def bound_heap_growth() -> None:
         mallopt(option, value)
 
 
+#: s the nodes' teardown in run() may take before the process ends without it
+TEARDOWN_LIMIT_S = 15.0
+
+
 def run(make_nodes: Callable[[], Iterable[Node]], argv: list[str], *, name: str,
         duration: float | None = None, on_tick: Callable[[], bool | None] | None = None,
         tick_period: float = 0.5, restore_signals: bool = False) -> int:
@@ -652,11 +657,18 @@ def run(make_nodes: Callable[[], Iterable[Node]], argv: list[str], *, name: str,
     finally:
         for sig in previous:        # no second signal in the teardown, nor after it: Python's
             signal.signal(sig, signal.SIG_IGN)   # exit takes ~0.2 s more, and a terminal
+        # Fast DDS's participant deletion can spin for ever holding the GIL while a discovery
+        # callback is in flight (eProsima/Fast-DDS#6513; rbd_ros/ros_cli.py's _teardown):
+        # faulthandler's watchdog, which needs no GIL, then prints the threads' stacks and
+        # ends the process, status 1, instead of a node that never exits
+        sys.stdout.flush()
+        faulthandler.dump_traceback_later(TEARDOWN_LIMIT_S, exit=True)
         if executor is not None:                 # under ros2 launch sends Ctrl-C twice
             executor.shutdown()
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
+        faulthandler.cancel_dump_traceback_later()
         if restore_signals:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
