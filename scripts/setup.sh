@@ -71,12 +71,16 @@ HASH=$(inputs_hash)
 # numba's cache is filled (rbd_ros.warmup: minutes cold, on every core) in the background while
 # the other packages install and tf2_msgs builds, once numba is in; the warm-up at the end then
 # loads it (seconds) and compiles whatever is left (all of what the background one missed).
+# RBD_ROS_WARMUP_AFTER (.ci/run): a lock file whose holder fills the numba cache this venv
+# shares; each warm-up here waits for it, then finds the cache filled.
 WARMUP_PID=
 WARMUP_LOG=$VENV/.rbd_warmup.log
+WAIT_TURN=()
+if [[ -n ${RBD_ROS_WARMUP_AFTER:-} ]]; then WAIT_TURN=(flock "$RBD_ROS_WARMUP_AFTER"); fi
 start_warmup() {
   if [[ -f rbd_ros/warmup.py ]]; then
     say "warming up numba kernels in the background (rbd_ros.warmup)"
-    "$PY" -m rbd_ros.warmup >"$WARMUP_LOG" 2>&1 &
+    "${WAIT_TURN[@]}" "$PY" -m rbd_ros.warmup >"$WARMUP_LOG" 2>&1 &
     WARMUP_PID=$!
   fi
 }
@@ -141,6 +145,6 @@ if [[ -n $WARMUP_PID ]]; then
 fi
 if [[ -f rbd_ros/warmup.py ]]; then
   say "warming up numba kernels (rbd_ros.warmup)"
-  "$PY" -m rbd_ros.warmup
+  "${WAIT_TURN[@]}" "$PY" -m rbd_ros.warmup
 fi
 say "done"
