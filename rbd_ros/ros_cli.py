@@ -98,6 +98,9 @@ def main(argv=None):
         status = 1
     except Interrupted:
         status = 0 if args.command == 'echo' else 130
+    except BrokenPipeError:     # the reader left (`| head`): what it read is whole
+        _reader_left()
+        status = 0
     except Exception:   # noqa: BLE001 - said here: a hung teardown would exit without it
         traceback.print_exc()
         status = 1
@@ -129,7 +132,12 @@ def _teardown(node, status) -> None:
     import rclpy
     step = ['destroy_node']
     done = threading.Event()
-    sys.stdout.flush()      # (the output whole before anything that may end the process)
+    try:                    # (the output whole before anything that may end the process)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _reader_left()
+    except (OSError, ValueError):   # a closed stdout: nothing to keep
+        pass
     faulthandler.dump_traceback_later(TEARDOWN_S + TEARDOWN_GRACE_S, exit=True)
 
     def run():
@@ -148,6 +156,12 @@ def _teardown(node, status) -> None:
         finally:
             os._exit(status)
     faulthandler.cancel_dump_traceback_later()
+
+
+def _reader_left() -> None:
+    """stdout's reader went away: later writes and the flush at exit go to /dev/null instead of
+    raising again (Python's documented recipe; rbd_ros/__main__.py does the same)."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 class Interrupted(Exception):

@@ -253,6 +253,17 @@ sys.exit(ros_cli.main(['list', '--timeout', '0.2']))
 '''
 
 
+def test_a_reader_that_leaves_ends_a_command_quietly():
+    """`python -m rbd_ros list | head -1`: a pipe whose reader is gone before anything is
+    written (deterministic): status 0, no traceback (it was status 1 and BrokenPipeError's)."""
+    process = subprocess.Popen([sys.executable, '-m', 'rbd_ros', 'list', '--timeout', '0.2'],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
+    process.stdout.close()
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert b'Traceback' not in err and b'BrokenPipe' not in err, err
+
+
 def test_a_teardown_that_hangs_holding_the_gil_still_ends_the_process():
     """A teardown stuck in C code that holds the GIL (Fast DDS's participant deletion can spin
     so: eProsima/Fast-DDS#6513) leaves no Python code to run, the watch in _teardown included:

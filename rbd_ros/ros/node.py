@@ -661,7 +661,10 @@ def run(make_nodes: Callable[[], Iterable[Node]], argv: list[str], *, name: str,
         # callback is in flight (eProsima/Fast-DDS#6513; rbd_ros/ros_cli.py's _teardown):
         # faulthandler's watchdog, which needs no GIL, then prints the threads' stacks and
         # ends the process, status 1, instead of a node that never exits
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):   # a reader that left, a closed stdout
+            pass
         faulthandler.dump_traceback_later(TEARDOWN_LIMIT_S, exit=True)
         if executor is not None:                 # under ros2 launch sends Ctrl-C twice
             executor.shutdown()
