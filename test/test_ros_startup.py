@@ -234,6 +234,36 @@ def test_a_node_whose_teardown_hangs_holding_the_gil_still_ends():
     assert time.monotonic() - started < 30
 
 
+RAISING_TEARDOWN = '''
+import sys, time
+import rclpy
+from rbd_ros.ros import node as ros_node
+ros_node.TEARDOWN_LIMIT_S = 1.0
+
+def make():
+    node = rclpy.create_node('raising')
+    def destroy_node():
+        raise RuntimeError('teardown failed')
+    node.destroy_node = destroy_node
+    return [node]
+
+try:
+    ros_node.run(make, sys.argv, name='raising', duration=0.3)
+except RuntimeError:
+    pass
+time.sleep(2.0)           # past TEARDOWN_LIMIT_S: the watchdog must have been cancelled
+print('alive', flush=True)
+'''
+
+
+def test_a_teardown_that_raises_leaves_no_watchdog_behind():
+    """run()'s watchdog is cancelled however the teardown ends: a process that goes on after
+    a teardown that raised (the demo runs run() several times) is not ended later."""
+    done = subprocess.run([os.sys.executable, '-c', RAISING_TEARDOWN], env=child_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == 'alive', done.stderr
+
+
 def test_sim_node_without_commands_keeps_real_time_and_stops_on_ctrl_c(ros):
     """Default parameters, no controller: the arm hangs in stiction; sim_node keeps
     publishing and stops on Ctrl-C (it once took 80 ms per 10 ms period in the friction solver

@@ -666,12 +666,14 @@ def run(make_nodes: Callable[[], Iterable[Node]], argv: list[str], *, name: str,
         except (OSError, ValueError):   # a reader that left, a closed stdout
             pass
         faulthandler.dump_traceback_later(TEARDOWN_LIMIT_S, exit=True)
-        if executor is not None:                 # under ros2 launch sends Ctrl-C twice
-            executor.shutdown()
-        for node in nodes:
-            node.destroy_node()
-        rclpy.try_shutdown()
-        faulthandler.cancel_dump_traceback_later()
+        try:
+            if executor is not None:             # under ros2 launch sends Ctrl-C twice
+                executor.shutdown()
+            for node in nodes:
+                node.destroy_node()
+            rclpy.try_shutdown()
+        finally:    # (a teardown that raised instead: nothing left to end the process later)
+            faulthandler.cancel_dump_traceback_later()
         if restore_signals:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
