@@ -41,7 +41,7 @@ def test_groups_cover_every_signature_kernel():
 
 @pytest.mark.skipif(os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0'), reason='needs numba')
 @pytest.mark.parametrize('job', ['shared0', 'shared1', 'group0', 'group1'])
-def test_a_group_compiles_in_a_worker(job):
+def test_a_job_compiles_in_a_worker(job):
     pytest.importorskip('numba')
     result = run(['-m', 'rbd_ros.warmup', '--job', job], RBD_ROS_DEFER_COMPILE='1')
     assert result.returncode == 0, result.stdout + result.stderr
