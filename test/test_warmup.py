@@ -180,3 +180,37 @@ def test_signature_kernels_load_on_first_call_and_keep_their_one_signature():
     result = run(['-c', FIRST_CALL])
     assert result.returncode == 0 and result.stdout.strip().endswith('ok'), \
         result.stdout + result.stderr
+
+
+_START_UP = '''
+import sys
+import numpy as np
+import rbd_ros.dynamics as rbd
+from rbd_ros.dynamics import _jit
+model = rbd.Model.from_urdf(sys.argv[1])
+assert np.all(np.isfinite(rbd.gravity_torques(model, np.zeros(model.nq))))
+_jit.load_signature_kernels()
+assert 'scipy.linalg' not in sys.modules, 'the start-up imported scipy.linalg'
+try:
+    import scipy.linalg.cython_blas  # noqa: F401
+    have_blas = True
+except ImportError:
+    have_blas = False
+import numba
+import numba.np.arraymath
+assert numba.np.arraymath._HAVE_BLAS == have_blas, (numba.np.arraymath._HAVE_BLAS, have_blas)
+if have_blas:      # a user's kernel that calls BLAS still compiles and runs
+    dot = numba.njit(lambda a, b: np.dot(a, b))
+    assert dot(np.ones(3), np.arange(3.0)) == 3.0
+print('ok')
+'''
+
+
+@pytest.mark.skipif(os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0'), reason='needs numba')
+def test_a_start_up_leaves_scipy_linalg_unimported_and_numba_knows_blas():
+    """numba's BLAS check at its first kernel load imported scipy.linalg (0.2 s of every node's
+    start-up, OpenBLAS's threads); the answer now comes from the files, and is the same."""
+    pytest.importorskip('numba')
+    arm = os.path.join(ROOT, 'rbd_ros', 'robots', 'rbd_arm7.urdf')
+    result = run(['-c', _START_UP, arm])
+    assert result.returncode == 0 and result.stdout.strip() == 'ok', result.stdout + result.stderr

@@ -24,6 +24,47 @@ except ImportError:  # pragma: no cover - exercised by the no-JIT test in a subp
 
 JIT_ENABLED = _numba is not None and os.environ.get('NUMBA_DISABLE_JIT', '') in ('', '0')
 
+
+def _import_arraymath_without_scipy_linalg():
+    """Import numba's np.arraymath with its BLAS check answered from the files on disk.
+
+    numba loads its array implementations (np.arraymath) at a process's first kernel load, and
+    that module's import asks whether BLAS is there by importing scipy.linalg: 0.2 s of wall
+    time and 0.35 s of CPU (OpenBLAS's threads start) in every node, analysis or script
+    start-up where scipy is installed, though no rbd_ros kernel calls BLAS. The answer is the
+    same (is scipy's cython_blas there?), found without importing it; a kernel that does call
+    BLAS (np.dot in a user's own) still imports it then, through numba's own check. Anything
+    unexpected (another numba's layout): numba's own import, as before."""
+    import importlib.util
+    try:
+        from numba.np import linalg
+        check = linalg.ensure_blas
+    except (ImportError, AttributeError):
+        return
+    if 'numba.np.arraymath' in sys.modules or 'scipy.linalg' in sys.modules:
+        return
+
+    def cython_blas_on_disk():
+        spec = importlib.util.find_spec('scipy')          # (the package's top level only)
+        for folder in (spec.submodule_search_locations or ()) if spec else ():
+            linalg_dir = os.path.join(folder, 'linalg')
+            if os.path.isdir(linalg_dir) and any(
+                    name.startswith('cython_blas.') for name in os.listdir(linalg_dir)):
+                return
+        raise ImportError('scipy.linalg.cython_blas not found')
+
+    linalg.ensure_blas = cython_blas_on_disk
+    try:
+        import numba.np.arraymath  # noqa: F401  (binds the probe for its one check at import)
+    except Exception:  # noqa: BLE001 - numba imports it again where it needs it
+        pass
+    finally:
+        linalg.ensure_blas = check
+
+
+if JIT_ENABLED:
+    _import_arraymath_without_scipy_linalg()
+
 # Batches run on numba's threads. Where TBB is not installed numba's default is GNU OpenMP,
 # which aborts any process that forks after using it ("fork() called from a process already
 # using GNU OpenMP"): a user's multiprocessing.Pool after one batched call killed every
