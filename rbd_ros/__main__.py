@@ -1,6 +1,5 @@
 """`python -m rbd_ros inspect [URDF] [--floating-base]`, `python -m rbd_ros analyze LOG...`,
 `python -m rbd_ros list | param | call | echo` (ros2cli's everyday commands, for pip set-ups)."""
-import os
 import sys
 
 status = 1     # (a reader that leaves before a command knows its status)
@@ -19,7 +18,8 @@ except BrokenPipeError:
     # the reader went away (`... | head`, `... | grep -q`): no traceback; Python's documented
     # recipe, so that the flush at exit does not raise again. The status stays the command's
     # when it has one (inspect judges every file whether or not anyone reads its report).
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    from rbd_ros.stdout import reader_left
+    reader_left()
 except KeyboardInterrupt:
     # Ctrl-C before a command took over the signals (while Python imports ROS): no traceback
     status = 130

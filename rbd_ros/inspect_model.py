@@ -20,6 +20,7 @@ import numpy as np
 import rbd_ros.dynamics as rbd
 from rbd_ros.description import XacroError, read_description
 from rbd_ros.dynamics.urdf import read_urdf, refused_by_strict
+from rbd_ros.stdout import reader_left
 
 DEFAULT_URDF = os.path.join(os.path.dirname(__file__), 'robots', 'rbd_arm7.urdf')
 
@@ -314,8 +315,7 @@ class _Output:
         try:
             getattr(self.stream, method)(*args)
         except BrokenPipeError:
-            # Python's documented recipe: what is still buffered goes to /dev/null at exit
-            os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+            reader_left(self.stream)   # what is still buffered goes to /dev/null at exit
             self.stream = None
 
 

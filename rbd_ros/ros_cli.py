@@ -28,6 +28,8 @@ import threading
 import time
 import traceback
 
+from rbd_ros.stdout import reader_left, watch_teardown
+
 DISCOVERY_S = 5.0
 
 
@@ -99,7 +101,7 @@ def main(argv=None):
     except Interrupted:
         status = 0 if args.command == 'echo' else 130
     except BrokenPipeError:     # the reader left (`| head`): what it read is whole
-        _reader_left()
+        reader_left()
         status = 0
     except Exception:   # noqa: BLE001 - said here: a hung teardown would exit without it
         traceback.print_exc()
@@ -132,13 +134,7 @@ def _teardown(node, status) -> None:
     import rclpy
     step = ['destroy_node']
     done = threading.Event()
-    try:                    # (the output whole before anything that may end the process)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _reader_left()
-    except (OSError, ValueError):   # a closed stdout: nothing to keep
-        pass
-    faulthandler.dump_traceback_later(TEARDOWN_S + TEARDOWN_GRACE_S, exit=True)
+    watch_teardown(TEARDOWN_S + TEARDOWN_GRACE_S)
 
     def run():
         try:
@@ -156,12 +152,6 @@ def _teardown(node, status) -> None:
         finally:
             os._exit(status)
     faulthandler.cancel_dump_traceback_later()
-
-
-def _reader_left() -> None:
-    """stdout's reader went away: later writes and the flush at exit go to /dev/null instead of
-    raising again (Python's documented recipe; rbd_ros/__main__.py does the same)."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 class Interrupted(Exception):

@@ -34,6 +34,7 @@ from rclpy.node import Node
 from std_msgs.msg import String
 
 from rbd_ros.dynamics._jit import JIT_ENABLED, load_signature_kernels
+from rbd_ros.stdout import watch_teardown
 
 from . import joint_state_bytes, wire
 from .cdr import CdrChecker
@@ -661,11 +662,7 @@ def run(make_nodes: Callable[[], Iterable[Node]], argv: list[str], *, name: str,
         # callback is in flight (eProsima/Fast-DDS#6513; rbd_ros/ros_cli.py's _teardown):
         # faulthandler's watchdog, which needs no GIL, then prints the threads' stacks and
         # ends the process, status 1, instead of a node that never exits
-        try:
-            sys.stdout.flush()
-        except (OSError, ValueError):   # a reader that left, a closed stdout
-            pass
-        faulthandler.dump_traceback_later(TEARDOWN_LIMIT_S, exit=True)
+        watch_teardown(TEARDOWN_LIMIT_S)
         try:
             if executor is not None:             # under ros2 launch sends Ctrl-C twice
                 executor.shutdown()
