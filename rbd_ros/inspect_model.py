@@ -159,7 +159,7 @@ def report(model, out=sys.stdout, verbose=False, hint=None):
         w(f'  {info.name:<24}{kind:<12}{_fmt(info.q_index):>3}{_fmt(info.v_index):>4}  {axis:<22}'
           f'{_fmt(info.lower):>9}{_fmt(info.upper):>9}{_fmt(info.effort):>9}'
           f'{_fmt(info.velocity):>9}{_fmt(info.damping):>9}{_fmt(info.friction):>9}\n')
-    closed = _loop_lines(model, w)
+    closed, loops_closed = _loop_lines(model, w)
     w('\nlink masses\n')
     for name, mass in model.link_masses.items():
         w(f'  {name:<28}{mass:10.4f} kg\n')
@@ -173,11 +173,14 @@ def report(model, out=sys.stdout, verbose=False, hint=None):
     write_notes(model.notes, out, verbose)
     q = sample_pose(model) if closed is None else closed
     v = np.zeros(model.nv)
-    w(f'\nsample pose q = {q}' + (' (the loops closed)' if closed is not None else '') + '\n')
+    loops = bool(model.constraint_names)
+    w(f'\nsample pose q = {q}' + (' (the loops closed)' if loops_closed else
+                                  ' (the loops open: they do not close here; the numbers below '
+                                  'are the tree\'s, the loops cut)' if loops else '') + '\n')
     g = rbd.gravity_torques(model, q)
-    w(f'\ngravity torques g(q) [N m or N]' + (' of the tree (the loops cut)' if closed is not None
-                                              else '') + f'\n  {g}\n')
-    if closed is not None and model.actuated_joints:
+    w(f'\ngravity torques g(q) [N m or N]' + (' of the tree (the loops cut)' if loops else '')
+      + f'\n  {g}\n')
+    if loops_closed and model.actuated_joints:
         try:
             u = rbd.constrained_inverse_dynamics(model, q, v, v)
         except ValueError as error:
@@ -186,12 +189,12 @@ def report(model, out=sys.stdout, verbose=False, hint=None):
           f'  {u}\n')
     w(f'\nmass matrix M(q)\n{rbd.mass_matrix(model, q)}\n')
     try:
-        qdd = (rbd.forward_dynamics(model, q, v, v) if closed is None else
-               rbd.constrained_forward_dynamics(model, q, v, v))
+        qdd = (rbd.constrained_forward_dynamics(model, q, v, v) if loops_closed else
+               rbd.forward_dynamics(model, q, v, v))
     except FloatingPointError as error:
         qdd = f'not defined: {error}'
-    w(f'\nforward dynamics with zero torque, at rest' + (', loops closed' if closed is not None
-                                                        else '') +
+    w(f'\nforward dynamics with zero torque, at rest' + (', loops closed' if loops_closed else
+                                                        ', the loops cut' if loops else '') +
       f': qdd [rad/s^2 or m/s^2]\n  {qdd}\n')
     com = rbd.center_of_mass(model, q)
     w(f'\ncentre of mass {com}, potential energy {rbd.potential_energy(model, q):.4f} J\n')
@@ -200,14 +203,15 @@ def report(model, out=sys.stdout, verbose=False, hint=None):
 def _loop_lines(model, w):
     """The actuated joints and the closed loops (<constraint>), with the closed system's
     degrees of freedom (tree DoF minus the rank of K at the neutral pose, closed first).
-    Returns a closed sample pose (the neutral pose closed, its actuated joints moved to the
-    sample pose's and the loops closed again; the neutral pose closed when they do not close
-    there), or None for a tree."""
+    Returns (a closed sample pose, True): the neutral pose closed, its actuated joints moved to
+    the sample pose's and the loops closed again (close_loops walks them there on the neutral
+    pose's branch); the neutral pose closed when they do not close there. (the neutral pose,
+    False) when the loops do not close even there; (None, False) for a tree."""
     if model.actuated_joints:
         w(f'\nactuated joints ({len(model.actuated_joints)}, named by <transmission> or '
           f'<ros2_control>): {", ".join(model.actuated_joints)}\n')
     if not model.constraint_names:
-        return None
+        return None, False
     w(f'\nclosed loops ({len(model.constraint_names)} <constraint>, {model.constraint_rows} '
       'rows)\n')
     for info in model.constraints:
@@ -222,18 +226,16 @@ def _loop_lines(model, w):
     except ValueError as error:
         w(f'  closed system: degrees of freedom unknown: the loops do not close from the '
           f'neutral pose ({error})\n')
-        return model.neutral()
+        return model.neutral(), False
     q, sample = neutral.copy(), sample_pose(model)
     index = [k for name in model.actuated_joints
              for k in range(model.joint[name].q_index,
                             model.joint[name].q_index + model.joint[name].nq)]
-    try:     # in small steps, so that the loops stay on the neutral pose's branch
-        for fraction in np.linspace(0.05, 1.0, 20):
-            q[index] = neutral[index] + fraction * (sample[index] - neutral[index])
-            q = rbd.close_loops(model, q, model.actuated_joints)
-        return q
+    q[index] = sample[index]
+    try:
+        return rbd.close_loops(model, q, model.actuated_joints, start=neutral), True
     except ValueError:
-        return neutral
+        return neutral, True
 
 
 def _kind(warning):

@@ -461,3 +461,33 @@ def test_loop_closure_refuses_what_cannot_drive_or_close_the_ankle():
     g = closure.gravity(model, q)
     assert np.allclose(g, rbd.constrained_inverse_dynamics(
         model, q, np.zeros(8), np.zeros(8), ['motor_right', 'motor_left']), rtol=0, atol=1e-12)
+
+
+def test_loop_closure_serves_a_floating_leg_on_the_neutral_poses_branch_from_its_first_message():
+    """A user's push-rod knee on a floating base: the node's closure took the base's six degrees
+    of freedom for the loops' ('names 2 joints but the closed system has 8 degrees of freedom')
+    and refused every legged robot with loops; a first message with the motors far from the
+    neutral pose closed on the crossed parallelogram, and later messages stayed there."""
+    from rbd_ros.control.closed_loops import LoopClosure
+    import os
+    leg = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'robots',
+                       'pushrod_leg.urdf')
+    model = rbd.Model.from_urdf(leg, floating_base=True)
+    names = [j.name for j in model.single_dof_joints()]
+    closure = LoopClosure(model, names)
+    with pytest.raises(ValueError, match=r"names 1 joints on the loops \(FL_hip\) but the loops "
+                                         r"of 'pushrod_leg' have 2 degrees of freedom"):
+        LoopClosure(model, names, ['FL_hip'])
+    q = model.neutral()
+    q[closure.actuated_q] = (0.6, -0.6)
+    first = closure.close(model, q)
+    assert np.allclose(first, rbd.close_loops(model, q, list(closure.actuated)), atol=1e-12)
+    knee = model.joint['FL_knee'].q_index
+    assert abs(first[knee] - -1.2) < 1e-9           # the parallelogram, not its crossed image
+    g = closure.gravity(model, first)
+    expected = rbd.constrained_inverse_dynamics(model, first, np.zeros(model.nv),
+                                                np.zeros(model.nv))
+    assert np.allclose(g, expected, rtol=0, atol=1e-9)
+    back = q.copy()
+    back[closure.actuated_q] = (0.0, 0.0)             # one jump back: still on that branch
+    assert abs(closure.close(model, back)[knee]) < 1e-9

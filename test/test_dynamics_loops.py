@@ -324,6 +324,66 @@ def test_close_loops_holds_what_it_is_told_and_says_when_it_cannot():
     assert np.allclose(batch[0], rbd.close_loops(model, q, ['crank_joint']), atol=1e-14)
 
 
+PUSHROD_LEG = os.path.join(HERE, 'data', 'robots', 'pushrod_leg.urdf')
+
+
+def _walked(model, q, hold, steps=400):
+    """q closed by moving the held joints there from the neutral pose in ``steps`` tiny steps
+    (each a warm start close_loops finishes without a long step): the neutral pose's branch."""
+    index = [model.joint[name].q_index for name in hold]
+    closed = rbd.close_loops(model, model.neutral(), hold)
+    start = closed[index].copy()
+    for t in np.linspace(0.0, 1.0, steps)[1:]:
+        closed[index] = start + t * (q[index] - start)
+        closed = rbd.close_loops(model, closed, hold)
+    return closed
+
+
+@pytest.mark.parametrize('motors', [(0.6, -0.6), (0.3, 0.0), (0.0, 0.45), (-0.8, 0.9)])
+def test_a_loop_closed_in_one_jump_stays_on_the_neutral_poses_branch_in_its_limits(motors):
+    """A user's push-rod knee (a parallelogram): the motors put far from the neutral pose and
+    the loop closed in one call. A Newton step from there landed on the crossed parallelogram
+    (the knee at -8.40 rad for (0.6, -0.6), outside its +-2.5 limits; -38.6 for (0, 0.45));
+    now the result is the one reached by moving the motors there in small steps."""
+    model = rbd.Model.from_urdf(PUSHROD_LEG)
+    hold = model.actuated_joints
+    q = model.neutral()
+    q[[model.joint[name].q_index for name in hold]] = motors
+    closed = rbd.close_loops(model, q, hold)
+    assert np.abs(rbd.constraint_residual(model, closed)).max() <= 1e-12
+    assert np.allclose(closed, _walked(model, q, hold), rtol=0, atol=1e-9), closed
+    assert np.all(closed >= model.lower_limits) and np.all(closed <= model.upper_limits)
+    assert np.array_equal(closed[[model.joint[n].q_index for n in hold]], motors)
+
+
+def test_closing_loops_leaves_a_floating_base_and_the_joints_on_no_loop_where_they_are():
+    """The push-rod leg on a floating base: the base does not take part in closing the loop
+    (it moves the loop whole); it was tilted 27 degrees by the least-norm steps."""
+    model = rbd.Model.from_urdf(PUSHROD_LEG, floating_base=True)
+    assert rbd.loop_joints(model) == {'FL_hip', 'FL_knee', 'FL_knee_motor', 'FL_rod_joint'}
+    q = model.neutral()
+    q[:7] = [0.1, -0.2, 0.35, 0.0, 0.0, 0.0, 1.0]
+    q[[model.joint[name].q_index for name in model.actuated_joints]] = (0.6, -0.6)
+    closed = rbd.close_loops(model, q, model.actuated_joints)
+    assert np.array_equal(closed[:7], q[:7])
+    assert np.abs(rbd.constraint_residual(model, closed)).max() <= 1e-12
+    fixed = rbd.Model.from_urdf(PUSHROD_LEG)
+    assert np.allclose(closed[7:], rbd.close_loops(fixed, q[7:], fixed.actuated_joints),
+                       rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match=r'stays open by [0-9.e-]+ m: no closed configuration '
+                                         r'near q$'):
+        rbd.close_loops(four_bar_model_that_cannot_close(), np.zeros(3), [])
+
+
+def four_bar_model_that_cannot_close():
+    """The four-bar with its constraint's point 3 m along the rocker: out of the coupler's
+    reach anywhere."""
+    text = four_bar_urdf('ball')
+    point = f'<child_origin xyz="{FOUR_BAR["rocker"]:.17g} 0 0"/>'
+    assert point in text
+    return rbd.Model.from_urdf(text.replace(point, '<child_origin xyz="3 0 0"/>'))
+
+
 def test_the_parallel_ankle_closes_and_has_two_degrees_of_freedom():
     model, _ = ankle()
     assert not model.warnings

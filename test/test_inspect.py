@@ -427,6 +427,25 @@ def test_inspect_shows_the_loops_the_actuated_joints_and_the_closed_systems_dof(
     assert 'closed loops' not in inspect(capsys, DEFAULT_URDF)[1]
 
 
+def test_inspect_says_when_the_loops_do_not_close_and_computes_nothing_of_them(tmp_path,
+                                                                              capsys):
+    """A four-bar whose loop closes nowhere (its constraint point 3 m along the rocker): the
+    report said "(the loops closed)" of the open neutral pose and printed a constrained forward
+    dynamics of 225 rad/s^2 from it."""
+    from urdf_factory import FOUR_BAR, four_bar_urdf
+    text = four_bar_urdf('ball')
+    point = f'<child_origin xyz="{FOUR_BAR["rocker"]:.17g} 0 0"/>'
+    assert point in text
+    path = tmp_path / 'open.urdf'
+    path.write_text(text.replace(point, '<child_origin xyz="3 0 0"/>'))
+    status, out, _ = inspect(capsys, str(path))
+    assert 'the loops do not close from the neutral pose' in out
+    assert '(the loops closed)' not in out and 'loops closed:' not in out
+    assert '(the loops open: they do not close here' in out
+    assert 'gravity compensation at the actuated joints' not in out
+    assert 'forward dynamics with zero torque, at rest, the loops cut' in out
+
+
 def test_inspect_refuses_a_bad_constraint_naming_it(tmp_path, capsys):
     path = tmp_path / 'bad.urdf'
     with open(os.path.join(os.path.dirname(DEFAULT_URDF), 'parallel_ankle.urdf')) as handle:

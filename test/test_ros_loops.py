@@ -242,3 +242,31 @@ def test_sim_node_simulates_the_ankle_from_its_motors_and_publishes_every_joint(
     assert np.abs(last[[model.joint[m].q_index for m in MOTORS]] - motors).max() < 1e-3
     applied = np.array(states[-1].effort)[[names.index(m) for m in MOTORS]]
     assert np.allclose(applied, hold, rtol=0, atol=1e-2), (applied, hold)
+
+
+def test_sim_node_refuses_commands_and_states_for_the_passive_joints_alone(ros):
+    """A loop's passive joint has no motor: a joint command naming it is refused
+    (rejected_passive_joints), not dropped in silence; a set_state that would put it elsewhere
+    than the motors do is refused too, while a whole state whose passive joints are where the
+    loops put them (a recorded joint_states) is taken."""
+    from rbd_ros.nodes.sim import SimNode
+    model = rbd.Model.from_urdf(ANKLE)
+    node = ros.start(SimNode, {'robot_description': ANKLE, 'initial_positions': [0.3, -0.2],
+                               'publish_rate': 100.0, 'wait_for_command': True})
+    states = ros.collect(JointState, 'joint_states')
+    commands = ros.publisher(JointState, '/rbd_sim/joint_commands', wait_for=1)
+    set_state = ros.publisher(JointState, '/rbd_sim/set_state', wait_for=1)
+    wait_until(lambda: states, what='joint_states')
+    rejected = node.stats.rejected
+    publish_until(commands, JointState(name=['ankle_pitch'], position=[0.2]),
+                  lambda: rejected.get('passive_joints', 0) >= 1, what='a refused command')
+    publish_until(set_state, JointState(name=['ankle_pitch'], position=[0.2]),
+                  lambda: rejected.get('passive_joints', 0) >= 2, what='a refused state')
+    whole = closed(model, (0.1, 0.15))
+    names = model.joint_names
+    publish_until(set_state, JointState(name=names, position=[float(x) for x in whole]),
+                  lambda: states and np.allclose(
+                      np.array(states[-1].position)[[list(states[-1].name).index(n)
+                                                      for n in names]], whole, atol=1e-9),
+                  what='the whole state taken')
+    assert rejected.get('passive_joints', 0) >= 2 and not rejected.get('loops_open', 0)

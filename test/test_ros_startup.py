@@ -91,11 +91,18 @@ CASES = [
                        'actuated_joints:=[motor_left, nope]'],
      "parameter actuated_joints names ['nope'], not single-DoF joints of 'parallel_ankle'"),
     ('frames_node', ['--urdf', ANKLE_PATH, '--ros-args', '-p', 'actuated_joints:=[motor_left]'],
-     "parameter actuated_joints names 1 joints (motor_left) but the closed system of "
-     "'parallel_ankle' has 2 degrees of freedom"),
+     "parameter actuated_joints names 1 joints on the loops (motor_left) but the loops of "
+     "'parallel_ankle' have 2 degrees of freedom"),
     ('dynamics_node', ['--urdf', ANKLE_PATH, '--ros-args', '-p',
                        'command_joints:=[ankle_pitch]'],
      "parameter command_joints names ['ankle_pitch'], not actuated joints of 'parallel_ankle'"),
+    # sim_node: a loop's passive joint follows the motors (nothing commands it); motors where
+    # the loops cannot close name the parameter that put them there
+    ('sim_node', ['--urdf', ANKLE_PATH, '--ros-args', '-p', 'command_joints:=[ankle_pitch]'],
+     "parameter command_joints names ['ankle_pitch'], passive joints of the closed loops of "
+     "'parallel_ankle', which follow its motors"),
+    ('sim_node', ['--urdf', ANKLE_PATH, '--ros-args', '-p', 'initial_positions:=[1.0, -1.0]'],
+     "parameter initial_positions: close_loops: constraint 'rod_"),
     ('dynamics_node', lambda _: ['--urdf', _talos(), '--ros-args', '-p', 'strict:=true'],
      "parameter robot_description_file: " + '{talos}:1386: joint '
      "'gripper_left_inner_double_joint': a fixed joint cannot mimic another joint"),

@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 import rbd_ros.dynamics as rbd
-from rbd_ros.dynamics.closed_loops import CLOSE_TOLERANCE
+from rbd_ros.dynamics.closed_loops import (CLOSE_TOLERANCE, MAX_STEP, MOBILITY_TOLERANCE,
+                                           loop_joints)
 
 from .laws import joint_friction_compensation, tracking_error
 
@@ -33,20 +34,20 @@ CHORD_RATE = 0.01
 STEP_DAMPING = 1e-12
 
 
-def loop_joints(model) -> set[str]:
-    """The joints on some loop: those on the tree path between a constraint's two links."""
-    up = {j.child: j for j in model.joints}
-
-    def chain(link):
-        names = []
-        while link in up:
-            names.append(up[link].name)
-            link = up[link].parent
-        return names
-    joints = set()
-    for c in model.constraints:
-        joints |= set(chain(c.parent)) ^ set(chain(c.child))
-    return joints
+def _undetermined(model, free) -> int | None:
+    """How many degrees of freedom of the loops the joints outside ``free`` leave open: the
+    number of free joints' velocity columns minus the rank of K's at the neutral pose, its
+    loops closed (0: the free joints follow; None: the neutral pose does not close)."""
+    try:
+        q = rbd.close_loops(model, model.q_neutral, [])
+    except ValueError:
+        return None
+    columns = [i for j in free for i in range(j.v_index, j.v_index + j.nv)]
+    if not columns:
+        return 0
+    s = np.linalg.svd(rbd.constraint_jacobian(model, q)[:, columns], compute_uv=False)
+    rank = int(np.sum(s > MOBILITY_TOLERANCE * s.max())) if s.size and s.max() > 0 else 0
+    return len(columns) - rank
 
 
 class LoopClosure:
@@ -70,16 +71,15 @@ class LoopClosure:
                              f'{model.name!r} (its joints: {", ".join(joint_names)})')
         if len(set(names)) != len(names):
             raise ValueError(f'{parameter} names a joint twice: {names}')
-        try:
-            dof = rbd.mobility(model)
-        except ValueError:
-            dof = None          # (the neutral pose does not close: said when a message comes)
-        if dof is not None and len(names) < dof:
-            raise ValueError(f'{parameter} names {len(names)} joints ({", ".join(names)}) but '
-                             f'the closed system of {model.name!r} has {dof} degrees of freedom: '
-                             'name every motor')
         in_loop = loop_joints(model)
         free = [k for k, n in enumerate(joint_names) if n in in_loop and n not in names]
+        undetermined = _undetermined(model, [model.joint[joint_names[k]] for k in free])
+        if undetermined:        # (None: the neutral pose does not close, said when a message comes)
+            on_loops = [n for n in names if n in in_loop]
+            raise ValueError(f'{parameter} names {len(on_loops)} joints on the loops '
+                             f'({", ".join(on_loops) or "none"}) but the loops of '
+                             f'{model.name!r} have {len(on_loops) + undetermined} degrees of '
+                             'freedom: name every motor')
         self.actuated = tuple(names)
         self.actuated_slots = np.array([joint_names.index(n) for n in names], dtype=int)
         self.free_slots = np.array(free, dtype=int)
@@ -107,11 +107,14 @@ class LoopClosure:
         closed configuration (q's own before the first). ValueError naming the constraint that
         stays open (rbd.close_loops) when it cannot close; the warm start is then kept."""
         q = np.array(q, dtype=float)
-        if self.last is not None and len(self.free_q):
-            q[self.free_q] = self.last[self.free_q]
-        closed = self._newton(model, q)
-        if closed is None:        # far from the last solution, or not closable: the core's way
+        if self.last is None:     # the first: on the neutral pose's branch (close_loops' walk)
             closed = rbd.close_loops(model, q, self.hold)
+        else:
+            if len(self.free_q):
+                q[self.free_q] = self.last[self.free_q]
+            closed = self._newton(model, q)
+            if closed is None:    # far from the last solution, or not closable: the core's
+                closed = rbd.close_loops(model, q, self.hold, start=self.last)   # walk from it
         self.last = closed
         return closed
 
@@ -119,7 +122,8 @@ class LoopClosure:
         """Newton's method over the free coordinates with least-norm steps, no line search; the
         step matrix of the last call is reused while it converges fast (a chord method: between
         two messages the Jacobian barely changes, and a residual is a third of its cost). None
-        when it does not converge within FAST_ITERATIONS."""
+        when it does not converge within FAST_ITERATIONS, or a step is longer than MAX_STEP (a
+        jump that could land on the loops' other assembly mode)."""
         phi = rbd.constraint_residual(model, q)
         error = np.abs(phi).max()
         fresh = False
@@ -131,6 +135,9 @@ class LoopClosure:
                 self._step = self._least_norm(rbd.constraint_jacobian(model, q))
                 fresh = True
             step[self.free_v] = -self._step @ phi
+            if np.abs(step).max(initial=0.0) > MAX_STEP:
+                self._step = None
+                return None
             q = rbd.integrate(model, q, step, 1.0)
             phi = rbd.constraint_residual(model, q)
             last, error = error, np.abs(phi).max()
@@ -187,7 +194,7 @@ class LoopClosure:
         qr = np.array(q, dtype=float)
         qr[self.actuated_q] = q_ref
         closed = self._newton(model, qr)    # (from the measured q, closed: a small step)
-        qr = rbd.close_loops(model, qr, self.hold) if closed is None else closed
+        qr = rbd.close_loops(model, qr, self.hold, start=q) if closed is None else closed
         vr = np.zeros(model.nv)
         vr[self.actuated_v] = v_ref
         vr = self.velocity(model, qr, vr)

@@ -28,7 +28,7 @@ with compile_lock(exclusive=_filling):   # importing the entry points compiles t
                       kinetic_energy, mass_matrix, nonlinear_effects, potential_energy)
     from .closed_loops import (close_loops, constrained_forward_dynamics,
                                constrained_inverse_dynamics, constraint_bias, constraint_jacobian,
-                               constraint_residual, mobility)
+                               constraint_residual, loop_joints, mobility)
 if _filling and not DEFER_COMPILE:   # (a warm-up worker compiles only its share)
     mark_cache_complete()
 from .data import Data
@@ -47,7 +47,7 @@ __all__ = [
     'center_of_mass_jacobian', 'centroidal_momentum', 'centroidal_momentum_matrix',
     'inertial_regressor', 'estimate_payload', 'PayloadEstimate', 'PinocchioLayout',
     'constraint_residual', 'constraint_jacobian', 'constraint_bias', 'close_loops',
-    'constrained_forward_dynamics', 'constrained_inverse_dynamics', 'mobility',
+    'constrained_forward_dynamics', 'constrained_inverse_dynamics', 'mobility', 'loop_joints',
     'inverse_dynamics_derivatives', 'forward_dynamics_derivatives', 'gravity_torques_derivatives',
     'frame_velocity_derivatives', 'integrate_derivatives',
 ]

@@ -17,7 +17,10 @@ through its mimic map (K G, G^T tau) and solves the small dense systems here.
 """
 import numpy as np
 
-from .api import _direct, _empty, _rnea, forward_dynamics, integrate, inverse_dynamics, mass_matrix
+import math
+
+from .api import (_direct, _empty, _rnea, difference, forward_dynamics, integrate, interpolate,
+                  inverse_dynamics, mass_matrix)
 from .arguments import (arrays, batch_of, external_wrenches, full_q, full_v, raise_status, run,
                         workspace)
 from .checks import SINGULAR
@@ -30,6 +33,12 @@ from .loops import RANK_TOLERANCE, balance_passive, solve_semidefinite
 #: close_loops: the residual (m, rad) at which a loop counts as closed, and its iterations
 CLOSE_TOLERANCE = 1e-12
 CLOSE_ITERATIONS = 50
+#: close_loops: no coordinate moves more than this in one Newton step (rad or m): a full
+#: Gauss-Newton step from far away can land on a loop's other assembly mode (a crossed four-bar)
+MAX_STEP = 0.2
+#: close_loops' walk: the held joints move from a closed configuration to the asked one in
+#: steps of at most this much (rad or m), the loops closed after each
+WALK_STEP = 0.05
 #: constrained_inverse_dynamics: a passive joint left with more than this times
 #: max(1, the largest torque) unbalanced means the actuated joints cannot produce the motion
 BALANCE_TOLERANCE = 1e-6
@@ -271,64 +280,175 @@ def _unbalanced(model, tau, plan, row=None):
 
 
 # ---- positions ------------------------------------------------------------------------------------
+def loop_joints(model):
+    """The names of the joints on some loop: those on the tree path between a constraint's two
+    links. Only they can close a loop; the others (a floating base, the joints above a loop)
+    move a loop whole."""
+    up = {j.child: j for j in model.joints}
+
+    def chain(link):
+        names = []
+        while link in up:
+            names.append(up[link].name)
+            link = up[link].parent
+        return names
+    joints = set()
+    for c in model.constraints:
+        joints |= set(chain(c.parent)) ^ set(chain(c.child))
+    return joints
+
+
 def close_loops(model, q, hold, tolerance=CLOSE_TOLERANCE, max_iterations=CLOSE_ITERATIONS,
-                data=None):
-    """q on the closed configuration: the joints named in ``hold`` unchanged, the others
-    solved from q so that every constraint's residual is below ``tolerance`` (m, rad).
-    Gauss-Newton over the free coordinates with least-norm steps (so the result stays near q,
-    and redundant rows do no harm), each step halved until the residual falls. ValueError
-    naming the constraint that stays most open, and by how much, when it cannot close
-    (unreachable with ``hold``, or q too far from a closed configuration). A model without
-    constraints returns q. (N, nq) for N configurations, each closed on its own."""
+                data=None, start=None):
+    """q on the closed configuration: the joints named in ``hold`` unchanged, and every joint
+    on no loop (loop_joints: a floating base, the joints above a loop move a loop whole), the
+    loops' other joints solved. (N, nq) for N configurations, each closed on its own.
+
+    Near a closed configuration (Newton's method from q converges in steps of at most
+    MAX_STEP) the result is the one nearest q (Gauss-Newton, least-norm steps, so redundant
+    rows do no harm). Farther, q's loop joints are no guide, and a loop closed in one jump can
+    land on its mirror image (a crossed four-bar, a knee bent the wrong way): the held joints
+    then walk to q's from a closed configuration, ``start`` (default: the neutral configuration,
+    its loops closed), in steps of at most WALK_STEP, the loops closed after each, so that the
+    result is on that configuration's branch (assembly mode). A revolute joint's angle is then
+    moved by whole turns into its limits (or to the turn nearest q's).
+
+    ValueError naming the constraint that stays most open, and by how much, when it cannot
+    close (unreachable with ``hold``, or a pose where the loops lock). A model without
+    constraints returns q."""
     (q,) = arrays(model, q=q)
     d = workspace(model, data)
-    held = []
+    held = set()
     for name in ([hold] if isinstance(hold, str) else list(hold)):
         info = model.joint.get(name)
         if info is None or (info.v_index is None and info.type != 'fixed' and info.mimic is None):
             raise ValueError(f'close_loops: hold names {name!r}, which is not a joint of '
                              f'{model.name!r}')
-        if info.v_index is not None:
-            held.extend(range(info.v_index, info.v_index + info.nv))
-    free = np.setdiff1d(np.arange(model.nv), held)
+        held.add(name)
     if not model.constraint_rows:
         return q.copy()
+    on_loops = loop_joints(model)
+    moving = [j for j in model.joints if j.v_index is not None and j.name in on_loops]
+    free = [j for j in moving if j.name not in held]
+    walking = [j for j in moving if j.name in held]
+    if start is not None:
+        (start,) = arrays(model, q=start)
+    closing = _Closing(model, d, free, moving, walking, tolerance, max_iterations, bool(held))
     if q.ndim == 2:
-        return np.stack([_close(model, d, row, free, tolerance, max_iterations, n)
-                         for n, row in enumerate(q)])
-    return _close(model, d, q, free, tolerance, max_iterations, None)
+        return np.stack([closing.close(row, start, n) for n, row in enumerate(q)])
+    return closing.close(q, start, None)
 
 
-def _close(model, d, q, free, tolerance, max_iterations, row):
-    q = q.copy()
-    phi = constraint_residual(model, q, data=d)
-    error = np.abs(phi).max()
-    for _ in range(max_iterations):
-        if error <= tolerance:
-            return q
-        K = constraint_jacobian(model, q, data=d)[:, free]
-        step = np.zeros(model.nv)
-        step[free] = -np.linalg.lstsq(K, phi, rcond=1e-12)[0]
-        for _ in range(30):                 # halve until the residual falls
-            trial = integrate(model, q, step, 1.0, data=d)
-            trial_phi = constraint_residual(model, trial, data=d)
-            trial_error = np.abs(trial_phi).max()
-            if trial_error < error:
+def _v_columns(joints):
+    return np.array([i for j in joints for i in range(j.v_index, j.v_index + j.nv)], dtype=int)
+
+
+class _Closing:
+    """close_loops for one model and one choice of held joints: ``free`` the loop joints it
+    solves, ``moving`` every loop joint, ``walking`` the held ones on loops."""
+
+    def __init__(self, model, d, free, moving, walking, tolerance, max_iterations, held_any):
+        self.model, self.d = model, d
+        self.free, self.walking = free, walking
+        self.free_v, self.moving_v = _v_columns(free), _v_columns(moving)
+        self.tolerance, self.max_iterations, self.held_any = tolerance, max_iterations, held_any
+
+    def close(self, q, start, row):
+        model, d = self.model, self.d
+        closed, phi, error, capped = self.newton(q, self.free_v)
+        if error <= self.tolerance and not capped:
+            return self.turns(closed, q)
+        # far from a closed configuration: walk the held joints there from a closed one
+        anchor = start
+        if anchor is None:
+            neutral = q.copy()
+            for j in self.free + self.walking:
+                neutral[j.q_index:j.q_index + j.nq] = model.q_neutral[j.q_index:j.q_index + j.nq]
+            for guess in (neutral, q):       # the neutral pose's branch, else q's own
+                anchor, _, anchor_error, _ = self.newton(guess, self.moving_v)
+                if anchor_error <= self.tolerance:
+                    break
+            else:
+                anchor = None
+        if anchor is not None:
+            goal = anchor.copy()
+            for j in self.walking:
+                goal[j.q_index:j.q_index + j.nq] = q[j.q_index:j.q_index + j.nq]
+            distance = np.abs(difference(model, anchor, goal, data=d)).max(initial=0.0)
+            steps = max(1, math.ceil(distance / WALK_STEP))
+            walked = anchor
+            for k in range(1, steps + 1):
+                x = interpolate(model, anchor, goal, k / steps, data=d)
+                x[self.free_q] = walked[self.free_q]
+                walked, phi, error, _ = self.newton(x, self.free_v)
+                if error > self.tolerance:
+                    break
+            else:
+                return self.turns(walked, q)
+        elif error <= self.tolerance:     # no closed configuration to walk from: q's own
+            return self.turns(closed, q)
+        info = max(model.constraints, key=lambda c: np.abs(phi[c.row:c.row + c.rows]).max())
+        part = phi[info.row:info.row + info.rows]
+        gap = np.linalg.norm(part[:3])
+        turn = f' and {np.linalg.norm(part[3:]):.3g} rad' if info.rows > 3 else ''
+        where = f' (configuration {row} of the batch)' if row is not None else ''
+        held = ' with the held joints where they are' if self.held_any else ''
+        raise ValueError(f'close_loops: constraint {info.name!r} ({info.parent} - {info.child}) '
+                         f'stays open by {gap:.3g} m{turn}{where}: no closed configuration near '
+                         f'q{held}')
+
+    @property
+    def free_q(self):
+        return np.array([i for j in self.free for i in range(j.q_index, j.q_index + j.nq)],
+                        dtype=int)
+
+    def newton(self, q, columns):
+        """(q, phi, its largest entry, whether a step was cut to MAX_STEP): Gauss-Newton over
+        ``columns`` with least-norm steps, each halved until the residual falls."""
+        model, d = self.model, self.d
+        q = q.copy()
+        phi = constraint_residual(model, q, data=d)
+        error = np.abs(phi).max()
+        capped = False
+        for _ in range(self.max_iterations):
+            if error <= self.tolerance or not len(columns):
                 break
-            step *= 0.5
-        else:
-            break
-        q, phi, error = trial, trial_phi, trial_error
-    if error <= tolerance:
-        return q
-    info = max(model.constraints, key=lambda c: np.abs(phi[c.row:c.row + c.rows]).max())
-    part = phi[info.row:info.row + info.rows]
-    gap = np.linalg.norm(part[:3])
-    turn = f' and {np.linalg.norm(part[3:]):.3g} rad' if info.rows > 3 else ''
-    where = f' (configuration {row} of the batch)' if row is not None else ''
-    raise ValueError(f'close_loops: constraint {info.name!r} ({info.parent} - {info.child}) '
-                     f'stays open by {gap:.3g} m{turn}{where}: no closed configuration near q '
-                     'with the held joints where they are')
+            K = constraint_jacobian(model, q, data=d)[:, columns]
+            step = np.zeros(model.nv)
+            step[columns] = -np.linalg.lstsq(K, phi, rcond=1e-12)[0]
+            biggest = np.abs(step).max()
+            if biggest > MAX_STEP:
+                step *= MAX_STEP / biggest
+                capped = True
+            for _ in range(30):                 # halve until the residual falls
+                trial = integrate(model, q, step, 1.0, data=d)
+                trial_phi = constraint_residual(model, trial, data=d)
+                trial_error = np.abs(trial_phi).max()
+                if trial_error < error:
+                    break
+                step *= 0.5
+            else:
+                break
+            q, phi, error = trial, trial_phi, trial_error
+        return q, phi, error, capped
+
+    def turns(self, closed, q):
+        """The solved revolute angles moved by whole turns into their limits, else to the turn
+        nearest q's (the same pose)."""
+        model = self.model
+        for j in self.free:
+            if j.type not in ('revolute', 'continuous') or j.nq != 1:
+                continue
+            i = j.q_index
+            angle, lower, upper = closed[i], model.lower_limits[i], model.upper_limits[i]
+            turn = 2.0 * math.pi
+            shift = round((q[i] - angle) / turn) * turn
+            if math.isfinite(lower) and math.isfinite(upper) and not lower <= angle <= upper:
+                inside = math.ceil((lower - angle) / turn) * turn
+                if angle + inside <= upper:
+                    shift = inside
+            closed[i] = angle + shift
+        return closed
 
 
 def mobility(model, q=None, data=None):
@@ -345,5 +465,6 @@ def mobility(model, q=None, data=None):
 
 
 __all__ = ['constraint_residual', 'constraint_jacobian', 'constraint_bias', 'close_loops',
+           'loop_joints',
            'constrained_forward_dynamics', 'constrained_inverse_dynamics', 'mobility',
            'RANK_TOLERANCE']

@@ -132,7 +132,8 @@ PARAMS = {
                           finite_vector(minimum=0.0)),
     'command_joints': ParamSpec('string_array', [], 'joint order of ~/effort_commands, '
                                 'initial_positions, armature and the gains; empty: every '
-                                'single-DoF joint in model order', unique_names),
+                                'single-DoF joint in model order (closed loops: the actuated '
+                                'joints)', unique_names),
     'initial_positions': ParamSpec('double_array', [], 'start (and reset) positions in '
                                    'command_joints order; empty: all zero', finite_vector()),
     'command_timeout': ParamSpec('double', 0.1, 's of simulated time after which a command '
@@ -217,6 +218,7 @@ class Runtime:
     base_out: SerializedMessage | None
     base_tf_out: SerializedMessage | None
     wrench_outs: dict              # link -> its contact wrench's template, made when first used
+    passive: frozenset = frozenset()   # a closed loop's joints that follow its motors
 
 
 def held_joints(model) -> list[str]:
@@ -225,6 +227,35 @@ def held_joints(model) -> list[str]:
     follow."""
     return list(model.actuated_joints) + [j.name for j in model.joints if j.type == 'floating'
                                           and j.nv]
+
+
+def passive_joints(model) -> frozenset:
+    """The joints of a robot's closed loops that follow its motors (on a loop, not actuated):
+    the loops decide where they are, so that nothing commands or sets them."""
+    if not model.constraint_names:
+        return frozenset()
+    return frozenset(rbd.loop_joints(model)) - set(model.actuated_joints)
+
+
+#: rad (m): a set_state's passive joint the loops put farther than this from where it asked
+PASSIVE_TOLERANCE = 1e-6
+
+
+def _turned(rt, name, difference):
+    """A difference of a joint's positions, whole turns left out for an angle."""
+    if rt.robot.model.joint[name].type in ('revolute', 'continuous'):
+        return math.remainder(difference, 2.0 * math.pi)
+    return difference
+
+
+def refuse_passive(rt, names, what) -> None:
+    """Rejected (passive_joint) when a command or state names a loop's passive joint: it would
+    be dropped in silence (the loops put it back where the motors say)."""
+    named = [name for name in names if name in rt.passive]
+    if named:
+        raise Rejected('passive_joints', f'{what} names {named}, passive joints of the closed '
+                       'loops, which follow the motors: command those '
+                       f'({", ".join(rt.robot.model.actuated_joints)})')
 
 
 class SimNode(RbdNode):
@@ -296,6 +327,12 @@ class SimNode(RbdNode):
         if not command_joints and robot.model.actuated_joints and robot.model.constraint_names:
             command_joints = list(robot.model.actuated_joints)   # a closed loop's motors
         names, slots = robot.joint_slots(command_joints)
+        passive = passive_joints(robot.model)
+        if passive & set(names):
+            raise ValueError(f'command_joints names {[x for x in names if x in passive]}, '
+                             f'passive joints of the closed loops of {robot.model.name!r}, which '
+                             'follow its motors: command those '
+                             f'({", ".join(robot.model.actuated_joints) or "none named"})')
         n = len(names)
         for name in ('initial_positions', 'armature', 'position_kp', 'position_kd',
                      'velocity_kp'):
@@ -333,7 +370,8 @@ class SimNode(RbdNode):
                 collision_contacts=p['collision_contacts'], contact_points=points)
             sim = Simulator(model, q0, v0, options=options)
         except ValueError as exc:     # (contact_points naming a link this robot lacks, ...)
-            name = 'contact_points' if 'contact point' in str(exc) else 'contact_stiffness'
+            name = ('contact_points' if 'contact point' in str(exc) else
+                    'initial_positions' if 'close_loops' in str(exc) else 'contact_stiffness')
             raise ValueError(f'{name}: {exc}') from None
         q0, v0 = sim.q, sim.v           # (closed on the loops, the motors where they were put)
         if floating:
@@ -367,6 +405,7 @@ class SimNode(RbdNode):
         return Runtime(
             robot=robot, sim=sim, command_names=names, command_slots=slots, q0=q0, v0=v0,
             mux=CommandMux(len(robot.joint_names), slots),
+            passive=passive,
             mimic=Mimic(robot.mimic_leader_slot, robot.mimic_multiplier, robot.mimic_offset),
             effort_limit=robot.effort_limit,
             weight=model.total_mass * float(np.linalg.norm(model.gravity)),
@@ -427,6 +466,7 @@ class SimNode(RbdNode):
         rt = self.runtime
         if rt is None:
             raise Rejected('no_model', 'command before any robot_description')
+        refuse_passive(rt, msg.name, 'joint_commands')
         with refused_as_rejected():
             unknown = rt.mux.joint_commands(msg.name, rt.robot.slot, msg.position, msg.velocity,
                                             msg.effort, self.sim_time)
@@ -460,10 +500,20 @@ class SimNode(RbdNode):
         q, v = rt.sim.q, rt.sim.v
         q[rt.robot.q_index[slots]] = pos
         v[rt.robot.v_index[slots]] = vel
+        hold = held_joints(rt.sim.model)
         try:        # (a closed loop: the other joints follow the motors)
-            rt.sim.set_state(q, v, held_joints(rt.sim.model))
+            q, v = rt.sim.closed_state(q, v, hold)
         except ValueError as exc:
             raise Rejected('loops_open', f'set_state: {exc}') from None
+        moved = [(name, p, q[rt.robot.q_index[k]]) for name, k, p in zip(msg.name, slots, pos)
+                 if name in rt.passive
+                 and abs(_turned(rt, name, q[rt.robot.q_index[k]] - p)) > PASSIVE_TOLERANCE]
+        if moved:   # (a passive joint alone, or one the motors put elsewhere: not silently)
+            name, asked, put = moved[0]
+            raise Rejected('passive_joints', f'set_state: the loops put passive joint {name!r} at '
+                           f'{put:.6g}, not {asked:.6g}: it follows the motors; set those '
+                           f'({", ".join(rt.robot.model.actuated_joints)})')
+        rt.sim.set_state(q, v, hold)
         self.sensor.clear()
 
     def on_set_base_state(self, msg: Odometry) -> None:

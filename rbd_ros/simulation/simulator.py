@@ -180,9 +180,9 @@ class Simulator:
     def closed_state(self, q, v=None, hold=None):
         """(q, v) on the loops that <constraint> elements close: q closed by close_loops with
         the joints in ``hold`` unchanged (default: the actuated joints, model.actuated_joints,
-        as a robot's motors are where it is told to start) and the others solved from q; v
-        (None: zero) with K v = 0, the held joints' velocities kept and the others' moved the
-        least (least squares). ValueError when q cannot close with those joints held (the
+        as a robot's motors are where it is told to start), and the joints on no loop (a
+        floating base), and the loops' others solved from q; v (None: zero) with K v = 0, the
+        same joints' velocities kept and the others' moved the least (least squares). ValueError when q cannot close with those joints held (the
         constraint that stays open, and by how much) or when the held joints' velocities
         themselves open a loop. A model without loops: (q, v) as given (copies)."""
         model = self.model
@@ -193,9 +193,10 @@ class Simulator:
         hold = list(model.actuated_joints if hold is None else hold)
         q = rbd.close_loops(model, q, hold, data=self.data)
         K = rbd.constraint_jacobian(model, q, data=self.data)
-        held = [i for name in hold for j in [model.joint[name]] if j.v_index is not None
-                for i in range(j.v_index, j.v_index + j.nv)]
-        free = np.setdiff1d(np.arange(model.nv), held)
+        on_loops = rbd.loop_joints(model)     # (the others move a loop whole: kept, as in q)
+        free = np.array([i for j in model.joints if j.v_index is not None and j.name in on_loops
+                         and j.name not in hold for i in range(j.v_index, j.v_index + j.nv)],
+                        dtype=int)
         scale = max(1.0, float(np.abs(v).max()))
         if np.abs(K @ v).max() > CLOSED_VELOCITY * scale:
             v[free] -= np.linalg.lstsq(K[:, free], K @ v, rcond=1e-12)[0]
