@@ -109,6 +109,28 @@ def test_pd_drives_at_the_ankles_motors_end_at_its_gravity_compensation(integrat
     assert sim.unconverged_solves == 0
 
 
+def test_one_gain_for_all_drives_the_motors_and_leaves_the_passive_joints_free():
+    """set_drives(kp=200.0) as the README writes it: on a robot with loops the passive joints
+    have no motor, so one gain is the motors' (a user saw drive efforts on a push-rod's knee);
+    the ankle then ends as with gains at its motors only."""
+    model = ankle()
+    motors = [model.joint[j].v_index for j in model.actuated_joints]
+    passive = [j.v_index for j in model.single_dof_joints() if j.v_index not in motors]
+    ref = model.neutral()
+    ref[motors] = [0.3, -0.2]
+    sim = Simulator(model, model.neutral())
+    sim.set_drives(kp=200.0, kd=5.0, q_ref=ref)
+    run(sim, 500)
+    assert np.abs(sim.applied[motors]).max() > 0.1
+    assert np.all(sim.applied[passive] == 0.0)
+    per_joint = Simulator(model, model.neutral())
+    kp, kd = np.zeros(model.nv), np.zeros(model.nv)
+    kp[motors], kd[motors] = 200.0, 5.0
+    per_joint.set_drives(kp, kd, ref)
+    run(per_joint, 500)
+    assert np.array_equal(sim.q, per_joint.q)
+
+
 def test_a_floating_ankle_dropped_on_the_ground_keeps_its_loops():
     """Contacts, limits and loops in one solve: the ankle on a floating base falls 6 cm onto
     its foot and topples; its loops stay closed through the impacts."""

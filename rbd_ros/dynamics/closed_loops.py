@@ -10,6 +10,7 @@ A URDF keeps its tree; each ``<constraint>`` closes a loop (``model.constraint_n
     constrained_forward_dynamics(...)        qdd of the closed system
     constrained_inverse_dynamics(...)        the actuated joints' torques of a closed motion
     mobility(model)                          the closed system's degrees of freedom
+    loop_joints(model)                       the joints on some loop (only they close one)
 
 Every function but close_loops' iteration runs compiled kernels; each takes a leading batch
 axis (N configurations) and ``data=``, as the rest of the core. A model with mimic joints maps

@@ -136,6 +136,9 @@ class Simulator:
         self._si, self._sf, self._work, self._iwork = tables.build(model, o, self.points,
                                                                    factor_parent)
         self._command = np.zeros((5, nv))
+        passive = (rbd.loop_joints(model) - set(model.actuated_joints)
+                   if model.constraint_names else set())
+        self._passive_v = np.array([j.v_index for j in rows if j.name in passive], dtype=np.int64)
         self._f_ext = np.zeros((model.body_int.shape[0], 6))
         self._out = np.zeros(nv + L.OUT_COLS * len(self.points))
         self._stats = np.zeros(L.STATS_LEN, dtype=np.int64)
@@ -256,10 +259,13 @@ class Simulator:
         """Position and velocity commands per velocity index (nv each, or one value): the drive
         applies kp (q_ref - q) + kd (v_ref - v) at every step, implicitly (stable for any gain
         on any link), on top of the effort command and within the effort limit. kp = kd = 0:
-        no drive. Only single-DoF joints have drives."""
+        no drive. Only single-DoF joints have drives. One gain for all leaves out a closed
+        loop's passive joints (on a loop, not actuated): they have no motor."""
         for row, value in ((L.KP, kp), (L.KD, kd), (L.Q_REF, q_ref), (L.V_REF, v_ref)):
             self._command[row] = np.broadcast_to(np.asarray(value, dtype=float),
                                                  (self.model.nv,))
+            if row in (L.KP, L.KD) and np.ndim(value) == 0:
+                self._command[row, self._passive_v] = 0.0
         if np.any(self._command[L.KP:L.KD + 1] < 0) or not np.all(np.isfinite(self._command)):
             raise ValueError('drive gains must be >= 0 and every command finite')
 
