@@ -352,13 +352,15 @@ class _Closing:
         self.model, self.d = model, d
         self.free, self.walking = free, walking
         self.free_v, self.moving_v = _v_columns(free), _v_columns(moving)
+        self.free_q = np.array([i for j in free for i in range(j.q_index, j.q_index + j.nq)],
+                               dtype=int)
         self.tolerance, self.max_iterations, self.held_any = tolerance, max_iterations, held_any
 
     def close(self, q, start, row):
         model, d = self.model, self.d
         closed, phi, error, capped = self.newton(q, self.free_v)
-        if error <= self.tolerance and not capped:
-            return self.turns(closed, q)
+        if error <= self.tolerance and (not capped or not self.walking):
+            return self.turns(closed, q)      # (nothing held on the loops: nothing to walk)
         # far from a closed configuration: walk the held joints there from a closed one
         anchor = start
         if anchor is None:
@@ -397,11 +399,6 @@ class _Closing:
         raise ValueError(f'close_loops: constraint {info.name!r} ({info.parent} - {info.child}) '
                          f'stays open by {gap:.3g} m{turn}{where}: no closed configuration near '
                          f'q{held}')
-
-    @property
-    def free_q(self):
-        return np.array([i for j in self.free for i in range(j.q_index, j.q_index + j.nq)],
-                        dtype=int)
 
     def newton(self, q, columns):
         """(q, phi, its largest entry, whether a step was cut to MAX_STEP): Gauss-Newton over
