@@ -375,6 +375,20 @@ def test_closing_loops_leaves_a_floating_base_and_the_joints_on_no_loop_where_th
         rbd.close_loops(four_bar_model_that_cannot_close(), np.zeros(3), [])
 
 
+def test_a_four_bar_drawn_straight_at_zero_closes_and_has_one_degree_of_freedom():
+    """A user's crank-rocker with every link along x at zero: open there by 0.02 m and a dead
+    centre (the residual's gradient vanishes), so that mobility and a Simulator at its
+    default start raised 'stays open'. The loop closes from the neutral pose turned a little;
+    the crank then walks back to zero."""
+    model = rbd.Model.from_urdf(os.path.join(HERE, 'data', 'robots', 'fourbar_straight.urdf'))
+    assert rbd.mobility(model) == 1
+    closed = rbd.close_loops(model, model.neutral(), model.actuated_joints)
+    assert closed[model.joint['crank_joint'].q_index] == 0.0
+    assert np.abs(rbd.constraint_residual(model, closed)).max() <= 1e-12
+    from rbd_ros.simulation import Simulator
+    assert np.array_equal(Simulator(model).q, closed)
+
+
 def four_bar_model_that_cannot_close():
     """The four-bar with its constraint's point 3 m along the rocker: out of the coupler's
     reach anywhere."""

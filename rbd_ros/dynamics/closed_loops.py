@@ -40,6 +40,9 @@ MAX_STEP = 0.2
 #: close_loops' walk: the held joints move from a closed configuration to the asked one in
 #: steps of at most this much (rad or m), the loops closed after each
 WALK_STEP = 0.05
+#: close_loops: rad a loop's joints are turned by when neither the neutral pose nor q closes
+#: (a dead centre, where the residual's gradient vanishes)
+KICK = 0.1
 #: constrained_inverse_dynamics: a passive joint left with more than this times
 #: max(1, the largest torque) unbalanced means the actuated joints cannot produce the motion
 BALANCE_TOLERANCE = 1e-6
@@ -310,8 +313,9 @@ def close_loops(model, q, hold, tolerance=CLOSE_TOLERANCE, max_iterations=CLOSE_
     rows do no harm). Farther, q's loop joints are no guide, and a loop closed in one jump can
     land on its mirror image (a crossed four-bar, a knee bent the wrong way): the held joints
     then walk to q's from a closed configuration, ``start`` (default: the neutral configuration,
-    its loops closed), in steps of at most WALK_STEP, the loops closed after each, so that the
-    result is on that configuration's branch (assembly mode). A revolute joint's angle is then
+    its loops closed; else q's own; else the neutral one with the loops' revolute joints turned
+    by KICK, a dead centre left), in steps of at most WALK_STEP, the loops closed after each,
+    so that the result is on that configuration's branch (assembly mode). A revolute joint's angle is then
     moved by whole turns into its limits (or to the turn nearest q's).
 
     ValueError naming the constraint that stays most open, and by how much, when it cannot
@@ -367,7 +371,9 @@ class _Closing:
             neutral = q.copy()
             for j in self.free + self.walking:
                 neutral[j.q_index:j.q_index + j.nq] = model.q_neutral[j.q_index:j.q_index + j.nq]
-            for guess in (neutral, q):       # the neutral pose's branch, else q's own
+            # the neutral pose's branch, else q's own; then the neutral pose turned a little
+            # (a four-bar drawn straight at zero is a dead centre Newton cannot leave)
+            for guess in (neutral, q, self.kicked(neutral, KICK), self.kicked(neutral, -KICK)):
                 anchor, _, anchor_error, _ = self.newton(guess, self.moving_v)
                 if anchor_error <= self.tolerance:
                     break
@@ -429,6 +435,16 @@ class _Closing:
                 break
             q, phi, error = trial, trial_phi, trial_error
         return q, phi, error, capped
+
+    def kicked(self, q, angle):
+        """q with the loops' revolute joints turned by +-angle, alternately."""
+        q = q.copy()
+        sign = 1.0
+        for j in self.free + self.walking:
+            if j.type in ('revolute', 'continuous') and j.nq == 1:
+                q[j.q_index] += sign * angle
+                sign = -sign
+        return q
 
     def turns(self, closed, q):
         """The solved revolute angles moved by whole turns into their limits, else to the turn
