@@ -356,6 +356,20 @@ def test_a_loop_closed_in_one_jump_stays_on_the_neutral_poses_branch_in_its_limi
     assert np.array_equal(closed[[model.joint[n].q_index for n in hold]], motors)
 
 
+def test_a_batch_closes_each_row_as_alone_from_one_start_or_one_each():
+    model = rbd.Model.from_urdf(PUSHROD_LEG)
+    hold = model.actuated_joints
+    index = [model.joint[name].q_index for name in hold]
+    Q = np.tile(model.neutral(), (3, 1))
+    Q[:, index] = [(0.6, -0.6), (0.3, 0.0), (-0.8, 0.9)]
+    alone = np.stack([rbd.close_loops(model, q, hold) for q in Q])
+    assert np.array_equal(rbd.close_loops(model, Q, hold), alone)
+    start = rbd.close_loops(model, model.neutral(), hold)
+    assert np.allclose(rbd.close_loops(model, Q, hold, start=start), alone, rtol=0, atol=1e-12)
+    assert np.allclose(rbd.close_loops(model, Q, hold, start=np.tile(start, (3, 1))), alone,
+                       rtol=0, atol=1e-12)
+
+
 def test_closing_loops_leaves_a_floating_base_and_the_joints_on_no_loop_where_they_are():
     """The push-rod leg on a floating base: the base does not take part in closing the loop
     (it moves the loop whole); it was tilted 27 degrees by the least-norm steps."""

@@ -74,7 +74,7 @@ class LoopClosure:
         in_loop = loop_joints(model)
         free = [k for k, n in enumerate(joint_names) if n in in_loop and n not in names]
         undetermined = _undetermined(model, [model.joint[joint_names[k]] for k in free])
-        if undetermined:        # (None: the neutral pose does not close, said when a message comes)
+        if undetermined:    # (None: the neutral pose does not close, said when a message comes)
             on_loops = [n for n in names if n in in_loop]
             raise ValueError(f'{parameter} names {len(on_loops)} joints on the loops '
                              f'({", ".join(on_loops) or "none"}) but the loops of '

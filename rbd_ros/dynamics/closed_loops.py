@@ -16,9 +16,9 @@ Every function but close_loops' iteration runs compiled kernels; each takes a le
 axis (N configurations) and ``data=``, as the rest of the core. A model with mimic joints maps
 through its mimic map (K G, G^T tau) and solves the small dense systems here.
 """
-import numpy as np
-
 import math
+
+import numpy as np
 
 from .api import (_direct, _empty, _rnea, difference, forward_dynamics, integrate, interpolate,
                   inverse_dynamics, mass_matrix)
@@ -315,8 +315,10 @@ def close_loops(model, q, hold, tolerance=CLOSE_TOLERANCE, max_iterations=CLOSE_
     then walk to q's from a closed configuration, ``start`` (default: the neutral configuration,
     its loops closed; else q's own; else the neutral one with the loops' revolute joints turned
     by KICK, a dead centre left), in steps of at most WALK_STEP, the loops closed after each,
-    so that the result is on that configuration's branch (assembly mode). A revolute joint's angle is then
-    moved by whole turns into its limits (or to the turn nearest q's).
+    so that the result is on that configuration's branch (assembly mode); where that way is
+    barred (a pose between the two where the loops cannot close), Newton's own closed
+    configuration, if it found one. A solved revolute angle is then moved by whole turns into
+    its limits (or to the turn nearest q's).
 
     ValueError naming the constraint that stays most open, and by how much, when it cannot
     close (unreachable with ``hold``, or a pose where the loops lock). A model without
@@ -339,8 +341,9 @@ def close_loops(model, q, hold, tolerance=CLOSE_TOLERANCE, max_iterations=CLOSE_
     if start is not None:
         (start,) = arrays(model, q=start)
     closing = _Closing(model, d, free, moving, walking, tolerance, max_iterations, bool(held))
-    if q.ndim == 2:
-        return np.stack([closing.close(row, start, n) for n, row in enumerate(q)])
+    if q.ndim == 2:     # (``start``: one for all, or one per configuration)
+        return np.stack([closing.close(row, start if start is None or start.ndim == 1
+                                       else start[n], n) for n, row in enumerate(q)])
     return closing.close(q, start, None)
 
 
@@ -363,7 +366,8 @@ class _Closing:
     def close(self, q, start, row):
         model, d = self.model, self.d
         closed, phi, error, capped = self.newton(q, self.free_v)
-        if error <= self.tolerance and (not capped or not self.walking):
+        found = error <= self.tolerance
+        if found and (not capped or not self.walking):
             return self.turns(closed, q)      # (nothing held on the loops: nothing to walk)
         # far from a closed configuration: walk the held joints there from a closed one
         anchor = start
@@ -394,7 +398,7 @@ class _Closing:
                     break
             else:
                 return self.turns(walked, q)
-        elif error <= self.tolerance:     # no closed configuration to walk from: q's own
+        if found:           # no closed configuration to walk from, or no way from it: Newton's
             return self.turns(closed, q)
         info = max(model.constraints, key=lambda c: np.abs(phi[c.row:c.row + c.rows]).max())
         part = phi[info.row:info.row + info.rows]

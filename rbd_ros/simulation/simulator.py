@@ -185,9 +185,10 @@ class Simulator:
         the joints in ``hold`` unchanged (default: the actuated joints, model.actuated_joints,
         as a robot's motors are where it is told to start), and the joints on no loop (a
         floating base), and the loops' others solved from q; v (None: zero) with K v = 0, the
-        same joints' velocities kept and the others' moved the least (least squares). ValueError when q cannot close with those joints held (the
-        constraint that stays open, and by how much) or when the held joints' velocities
-        themselves open a loop. A model without loops: (q, v) as given (copies)."""
+        same joints' velocities kept and the others' moved the least (least squares).
+        ValueError when q cannot close with those joints held (the constraint that stays
+        open, and by how much) or when the held joints' velocities themselves open a loop. A
+        model without loops: (q, v) as given (copies)."""
         model = self.model
         q = np.array(q, dtype=float)
         v = np.zeros(model.nv) if v is None else np.array(v, dtype=float)
