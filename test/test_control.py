@@ -491,3 +491,19 @@ def test_loop_closure_serves_a_floating_leg_on_the_neutral_poses_branch_from_its
     back = q.copy()
     back[closure.actuated_q] = (0.0, 0.0)             # one jump back: still on that branch
     assert abs(closure.close(model, back)[knee]) < 1e-9
+
+
+def test_loop_closure_without_motors_quotes_the_transmission_that_named_no_joint():
+    """A misspelt <transmission> joint is only a note of the description (a transmission does
+    not change a tree's dynamics); on a robot with loops it leaves no motor, and the refusal
+    now says which transmission named what."""
+    from rbd_ros.control.closed_loops import LoopClosure
+    from urdf_factory import four_bar_urdf
+    text = four_bar_urdf('revolute')
+    tag = '<joint name="crank_joint"><hardwareInterface>'
+    assert tag in text
+    model = rbd.Model.from_urdf(text.replace(tag, tag.replace('crank_joint', 'crank_jiont')))
+    with pytest.raises(ValueError, match=r"names no actuated joint .*<transmission> "
+                                         r"'crank_drive' names joint 'crank_jiont', which the "
+                                         r"robot does not have"):
+        LoopClosure(model, [j.name for j in model.single_dof_joints()])

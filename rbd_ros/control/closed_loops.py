@@ -62,9 +62,11 @@ class LoopClosure:
         joint_names = list(joint_names)
         names = list(actuated) or list(model.actuated_joints)
         if not names:
+            skipped = [note for note in model.notes if note.endswith('(not an actuated joint)')]
+            why = f' ({skipped[0]})' if skipped else ''
             raise ValueError(f'{parameter}: {model.name!r} closes kinematic loops but names no '
                              'actuated joint (no <transmission> or <ros2_control> command '
-                             f'interface); set {parameter} to its motors')
+                             f'interface){why}; set {parameter} to its motors')
         missing = [n for n in names if n not in joint_names]
         if missing:
             raise ValueError(f'{parameter} names {missing}, not single-DoF joints of '

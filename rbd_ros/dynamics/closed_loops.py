@@ -279,8 +279,9 @@ def _unbalanced(model, tau, plan, row=None):
     raise ValueError(f'the actuated joints ({", ".join(plan.names)}) cannot produce this motion '
                      f'of the closed system: passive joint {joint!r} is left with '
                      f'{left.max():.3g} N m (N) the loops cannot carry{where} '
-                     '(under-actuated: actuate more joints, or check that q, v, a keep the '
-                     'loops closed)')
+                     '(under-actuated: actuate more joints; a dead centre, where the motors '
+                     'lose their hold on a loop: move off that pose; or q, v, a that open the '
+                     'loops)')
 
 
 # ---- positions ------------------------------------------------------------------------------------
