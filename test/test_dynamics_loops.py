@@ -384,8 +384,8 @@ def test_closing_loops_leaves_a_floating_base_and_the_joints_on_no_loop_where_th
     fixed = rbd.Model.from_urdf(PUSHROD_LEG)
     assert np.allclose(closed[7:], rbd.close_loops(fixed, q[7:], fixed.actuated_joints),
                        rtol=0, atol=1e-12)
-    with pytest.raises(ValueError, match=r'stays open by [0-9.e-]+ m: no closed configuration '
-                                         r'near q$'):
+    with pytest.raises(ValueError, match=r'stays open by [0-9.e-]+ m where the search stopped: '
+                                         r'no closed configuration near q$'):
         rbd.close_loops(four_bar_model_that_cannot_close(), np.zeros(3), [])
 
 
@@ -401,6 +401,41 @@ def test_a_four_bar_drawn_straight_at_zero_closes_and_has_one_degree_of_freedom(
     assert np.abs(rbd.constraint_residual(model, closed)).max() <= 1e-12
     from rbd_ros.simulation import Simulator
     assert np.array_equal(Simulator(model).q, closed)
+
+
+FOURBAR_STRAIGHT = os.path.join(HERE, 'data', 'robots', 'fourbar_straight.urdf')
+
+
+@pytest.mark.parametrize('crank', [-3.0, -2.0, -1.0, 1.0, 2.0, 3.0])
+def test_a_crank_jumped_far_lands_on_the_branch_it_turns_on(crank):
+    """The crank-rocker cannot pass between its two assembly modes while the crank drives it:
+    a crank put far from zero in one call must land on the branch the crank turns on from the
+    start Simulator takes (17 of 30 crank angles landed on the other one: Newton's unstepped
+    answer from the straight pose was taken)."""
+    model = rbd.Model.from_urdf(FOURBAR_STRAIGHT)
+    q = model.neutral()
+    q[0] = crank
+    jumped = rbd.close_loops(model, q, ['crank_joint'])
+    walked = rbd.close_loops(model, model.neutral(), ['crank_joint'])
+    for angle in np.linspace(0.0, crank, 120)[1:]:
+        walked[0] = angle
+        walked = rbd.close_loops(model, walked, ['crank_joint'])
+    turns = np.remainder(jumped - walked + np.pi, 2 * np.pi) - np.pi
+    assert np.abs(turns).max() < 1e-9, (jumped, walked)
+
+
+def test_a_pose_reached_only_through_poses_that_do_not_close_is_still_closed():
+    """A non-Grashof four-bar (the rocker halved): its crank reaches pi on a branch the
+    neutral pose's does not lead to (the way is barred); Newton's method from the straight pose
+    stalled there, and close_loops said 'stays open' of a pose that closes."""
+    text = open(FOURBAR_STRAIGHT).read()
+    point = '<child_origin xyz="0.12 0 0"'
+    assert point in text
+    model = rbd.Model.from_urdf(text.replace(point, '<child_origin xyz="0.06 0 0"'))
+    q = model.neutral()
+    q[0] = 3.14
+    closed = rbd.close_loops(model, q, ['crank_joint'])
+    assert closed[0] == 3.14 and np.abs(rbd.constraint_residual(model, closed)).max() <= 1e-12
 
 
 def four_bar_model_that_cannot_close():

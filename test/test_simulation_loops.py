@@ -129,6 +129,10 @@ def test_one_gain_for_all_drives_the_motors_and_leaves_the_passive_joints_free()
     per_joint.set_drives(kp, kd, ref)
     run(per_joint, 500)
     assert np.array_equal(sim.q, per_joint.q)
+    listed = Simulator(model, model.neutral())       # sim_node's '[100.0]': one value too
+    listed.set_drives(kp=[200.0], kd=[5.0], q_ref=ref)
+    run(listed, 500)
+    assert np.array_equal(listed.q, per_joint.q)
 
 
 def test_a_floating_ankle_dropped_on_the_ground_keeps_its_loops():

@@ -43,6 +43,9 @@ WALK_STEP = 0.05
 #: close_loops: rad a loop's joints are turned by when neither the neutral pose nor q closes
 #: (a dead centre, where the residual's gradient vanishes)
 KICK = 0.1
+#: close_loops' last resort when nothing else closed: the free loop joints turned by these
+#: (rad, alternately signed) as Newton's starts
+SEARCH_TURNS = (1.0, -1.0, 2.0, -2.0, 3.0, -3.0)
 #: constrained_inverse_dynamics: a passive joint left with more than this times
 #: max(1, the largest torque) unbalanced means the actuated joints cannot produce the motion
 BALANCE_TOLERANCE = 1e-6
@@ -366,9 +369,10 @@ class _Closing:
 
     def close(self, q, start, row):
         model, d = self.model, self.d
-        closed, phi, error, capped = self.newton(q, self.free_v)
+        closed, phi, error, _ = self.newton(q, self.free_v)
         found = error <= self.tolerance
-        if found and (not capped or not self.walking):
+        moved = np.abs(difference(model, q, closed, data=d)[self.free_v]).max(initial=0.0)
+        if found and (moved <= MAX_STEP or not self.walking):
             return self.turns(closed, q)      # (nothing held on the loops: nothing to walk)
         # far from a closed configuration: walk the held joints there from a closed one
         anchor = start
@@ -376,9 +380,11 @@ class _Closing:
             neutral = q.copy()
             for j in self.free + self.walking:
                 neutral[j.q_index:j.q_index + j.nq] = model.q_neutral[j.q_index:j.q_index + j.nq]
-            # the neutral pose's branch, else q's own; then the neutral pose turned a little
-            # (a four-bar drawn straight at zero is a dead centre Newton cannot leave)
-            for guess in (neutral, q, self.kicked(neutral, KICK), self.kicked(neutral, -KICK)):
+            # the neutral pose's branch; else that pose turned a little (a four-bar drawn
+            # straight at zero is a dead centre Newton cannot leave); else q's own
+            moving = self.free + self.walking
+            for guess in (neutral, self.kicked(neutral, KICK, moving),
+                          self.kicked(neutral, -KICK, moving), q):
                 anchor, _, anchor_error, _ = self.newton(guess, self.moving_v)
                 if anchor_error <= self.tolerance:
                     break
@@ -399,7 +405,15 @@ class _Closing:
                     break
             else:
                 return self.turns(walked, q)
-        if found:           # no closed configuration to walk from, or no way from it: Newton's
+        # no closed configuration to walk from, or no way from it (a linkage whose motors
+        # reach q's pose only through poses that do not close): Newton's from q, or from q's
+        # loop joints turned (a dead centre; a start in no closed configuration's basin)
+        for angle in (KICK, -KICK) + SEARCH_TURNS:
+            if found:
+                break
+            closed, _, error, _ = self.newton(self.kicked(q, angle, self.free), self.free_v)
+            found = error <= self.tolerance
+        if found:
             return self.turns(closed, q)
         info = max(model.constraints, key=lambda c: np.abs(phi[c.row:c.row + c.rows]).max())
         part = phi[info.row:info.row + info.rows]
@@ -408,8 +422,8 @@ class _Closing:
         where = f' (configuration {row} of the batch)' if row is not None else ''
         held = ' with the held joints where they are' if self.held_any else ''
         raise ValueError(f'close_loops: constraint {info.name!r} ({info.parent} - {info.child}) '
-                         f'stays open by {gap:.3g} m{turn}{where}: no closed configuration near '
-                         f'q{held}')
+                         f'stays open by {gap:.3g} m{turn}{where} where the search stopped: no '
+                         f'closed configuration near q{held}')
 
     def newton(self, q, columns):
         """(q, phi, its largest entry, whether a step was cut to MAX_STEP): Gauss-Newton over
@@ -441,11 +455,11 @@ class _Closing:
             q, phi, error = trial, trial_phi, trial_error
         return q, phi, error, capped
 
-    def kicked(self, q, angle):
-        """q with the loops' revolute joints turned by +-angle, alternately."""
+    def kicked(self, q, angle, joints):
+        """q with the revolute ones of ``joints`` turned by +-angle, alternately."""
         q = q.copy()
         sign = 1.0
-        for j in self.free + self.walking:
+        for j in joints:
             if j.type in ('revolute', 'continuous') and j.nq == 1:
                 q[j.q_index] += sign * angle
                 sign = -sign

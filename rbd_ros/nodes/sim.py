@@ -371,7 +371,9 @@ class SimNode(RbdNode):
             sim = Simulator(model, q0, v0, options=options)
         except ValueError as exc:     # (contact_points naming a link this robot lacks, ...)
             name = ('contact_points' if 'contact point' in str(exc) else
-                    'initial_positions' if 'close_loops' in str(exc) else 'contact_stiffness')
+                    'contact_stiffness' if 'close_loops' not in str(exc) else
+                    'initial_positions' if p['initial_positions'] else
+                    'initial_positions (not set: the command joints at 0)')
             raise ValueError(f'{name}: {exc}') from None
         q0, v0 = sim.q, sim.v           # (closed on the loops, the motors where they were put)
         if floating:

@@ -265,7 +265,7 @@ class Simulator:
         for row, value in ((L.KP, kp), (L.KD, kd), (L.Q_REF, q_ref), (L.V_REF, v_ref)):
             self._command[row] = np.broadcast_to(np.asarray(value, dtype=float),
                                                  (self.model.nv,))
-            if row in (L.KP, L.KD) and np.ndim(value) == 0:
+            if row in (L.KP, L.KD) and np.size(value) == 1:
                 self._command[row, self._passive_v] = 0.0
         if np.any(self._command[L.KP:L.KD + 1] < 0) or not np.all(np.isfinite(self._command)):
             raise ValueError('drive gains must be >= 0 and every command finite')
