@@ -312,16 +312,16 @@ def close_loops(model, q, hold, tolerance=CLOSE_TOLERANCE, max_iterations=CLOSE_
     on no loop (loop_joints: a floating base, the joints above a loop move a loop whole), the
     loops' other joints solved. (N, nq) for N configurations, each closed on its own.
 
-    Near a closed configuration (Newton's method from q converges in steps of at most
-    MAX_STEP) the result is the one nearest q (Gauss-Newton, least-norm steps, so redundant
-    rows do no harm). Farther, q's loop joints are no guide, and a loop closed in one jump can
+    Near a closed configuration (Newton's method from q converges with no loop joint moved
+    more than MAX_STEP) the result is the one nearest q (Gauss-Newton, least-norm steps, so
+    redundant rows do no harm). Farther, q's loop joints are no guide, and a loop closed in one jump can
     land on its mirror image (a crossed four-bar, a knee bent the wrong way): the held joints
     then walk to q's from a closed configuration, ``start`` (default: the neutral configuration,
-    its loops closed; else q's own; else the neutral one with the loops' revolute joints turned
-    by KICK, a dead centre left), in steps of at most WALK_STEP, the loops closed after each,
+    its loops closed; else that pose with the loops' revolute joints turned by KICK, a dead
+    centre left; else q's own), in steps of at most WALK_STEP, the loops closed after each,
     so that the result is on that configuration's branch (assembly mode); where that way is
-    barred (a pose between the two where the loops cannot close), Newton's own closed
-    configuration, if it found one. A solved revolute angle is then moved by whole turns into
+    barred (a pose between the two where the loops cannot close), Newton's method from q, its
+    loop joints turned by up to SEARCH_TURNS if need be. A solved revolute angle is then moved by whole turns into
     its limits (or to the turn nearest q's).
 
     ValueError naming the constraint that stays most open, and by how much, when it cannot
