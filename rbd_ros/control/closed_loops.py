@@ -116,7 +116,8 @@ class LoopClosure:
                 q[self.free_q] = self.last[self.free_q]
             closed = self._newton(model, q)
             if closed is None:    # far from the last solution, or not closable: the core's
-                closed = rbd.close_loops(model, q, self.hold, start=self.last)   # walk from it
+                closed = rbd.close_loops(model, q, self.hold, start=self.last,  # walk from it
+                                         search=False)  # (a refused message: ~10 ms, not ~35)
         self.last = closed
         return closed
 
@@ -196,7 +197,8 @@ class LoopClosure:
         qr = np.array(q, dtype=float)
         qr[self.actuated_q] = q_ref
         closed = self._newton(model, qr)    # (from the measured q, closed: a small step)
-        qr = rbd.close_loops(model, qr, self.hold, start=q) if closed is None else closed
+        qr = (rbd.close_loops(model, qr, self.hold, start=q, search=False) if closed is None
+              else closed)
         vr = np.zeros(model.nv)
         vr[self.actuated_v] = v_ref
         vr = self.velocity(model, qr, vr)

@@ -40,6 +40,9 @@ MAX_STEP = 0.2
 #: close_loops' walk: the held joints move from a closed configuration to the asked one in
 #: steps of at most this much (rad or m), the loops closed after each
 WALK_STEP = 0.05
+#: Newton iterations of one step of the walk (it starts 0.05 away: a few are enough; where the
+#: loops stop closing it gives up early)
+WALK_ITERATIONS = 10
 #: close_loops: rad a loop's joints are turned by when neither the neutral pose nor q closes
 #: (a dead centre, where the residual's gradient vanishes)
 KICK = 0.1
@@ -307,7 +310,7 @@ def loop_joints(model):
 
 
 def close_loops(model, q, hold, tolerance=CLOSE_TOLERANCE, max_iterations=CLOSE_ITERATIONS,
-                data=None, start=None):
+                data=None, start=None, search=True):
     """q on the closed configuration: the joints named in ``hold`` unchanged, and every joint
     on no loop (loop_joints: a floating base, the joints above a loop move a loop whole), the
     loops' other joints solved. (N, nq) for N configurations, each closed on its own.
@@ -321,7 +324,9 @@ def close_loops(model, q, hold, tolerance=CLOSE_TOLERANCE, max_iterations=CLOSE_
     centre left; else q's own), in steps of at most WALK_STEP, the loops closed after each,
     so that the result is on that configuration's branch (assembly mode); where that way is
     barred (a pose between the two where the loops cannot close), Newton's method from q, its
-    loop joints turned by up to SEARCH_TURNS if need be. A solved revolute angle is then moved by whole turns into
+    loop joints turned by up to SEARCH_TURNS if need be. ``search=False`` (a node's messages)
+    tries no such start: a pose the parallel ankle's motors cannot reach is then refused in
+    ~10 ms, not ~35. A solved revolute angle is then moved by whole turns into
     its limits (or to the turn nearest q's).
 
     ValueError naming the constraint that stays most open, and by how much, when it cannot
@@ -344,7 +349,8 @@ def close_loops(model, q, hold, tolerance=CLOSE_TOLERANCE, max_iterations=CLOSE_
     walking = [j for j in moving if j.name in held]
     if start is not None:
         (start,) = arrays(model, q=start)
-    closing = _Closing(model, d, free, moving, walking, tolerance, max_iterations, bool(held))
+    closing = _Closing(model, d, free, moving, walking, tolerance, max_iterations, bool(held),
+                       search)
     if q.ndim == 2:     # (``start``: one for all, or one per configuration)
         return np.stack([closing.close(row, start if start is None or start.ndim == 1
                                        else start[n], n) for n, row in enumerate(q)])
@@ -359,8 +365,9 @@ class _Closing:
     """close_loops for one model and one choice of held joints: ``free`` the loop joints it
     solves, ``moving`` every loop joint, ``walking`` the held ones on loops."""
 
-    def __init__(self, model, d, free, moving, walking, tolerance, max_iterations, held_any):
-        self.model, self.d = model, d
+    def __init__(self, model, d, free, moving, walking, tolerance, max_iterations, held_any,
+                 search=True):
+        self.model, self.d, self.search = model, d, search
         self.free, self.walking = free, walking
         self.free_v, self.moving_v = _v_columns(free), _v_columns(moving)
         self.free_q = np.array([i for j in free for i in range(j.q_index, j.q_index + j.nq)],
@@ -400,7 +407,7 @@ class _Closing:
             for k in range(1, steps + 1):
                 x = interpolate(model, anchor, goal, k / steps, data=d)
                 x[self.free_q] = walked[self.free_q]
-                walked, phi, error, _ = self.newton(x, self.free_v)
+                walked, phi, error, _ = self.newton(x, self.free_v, WALK_ITERATIONS)
                 if error > self.tolerance:
                     break
             else:
@@ -408,7 +415,7 @@ class _Closing:
         # no closed configuration to walk from, or no way from it (a linkage whose motors
         # reach q's pose only through poses that do not close): Newton's from q, or from q's
         # loop joints turned (a dead centre; a start in no closed configuration's basin)
-        for angle in (KICK, -KICK) + SEARCH_TURNS:
+        for angle in (KICK, -KICK) + SEARCH_TURNS if self.search else ():
             if found:
                 break
             closed, _, error, _ = self.newton(self.kicked(q, angle, self.free), self.free_v)
@@ -425,15 +432,16 @@ class _Closing:
                          f'stays open by {gap:.3g} m{turn}{where} where the search stopped: no '
                          f'closed configuration near q{held}')
 
-    def newton(self, q, columns):
+    def newton(self, q, columns, iterations=None):
         """(q, phi, its largest entry, whether a step was cut to MAX_STEP): Gauss-Newton over
-        ``columns`` with least-norm steps, each halved until the residual falls."""
+        ``columns`` with least-norm steps, each halved until the residual falls; at most
+        ``iterations`` (default: max_iterations)."""
         model, d = self.model, self.d
         q = q.copy()
         phi = constraint_residual(model, q, data=d)
         error = np.abs(phi).max()
         capped = False
-        for _ in range(self.max_iterations):
+        for _ in range(self.max_iterations if iterations is None else iterations):
             if error <= self.tolerance or not len(columns):
                 break
             K = constraint_jacobian(model, q, data=d)[:, columns]
