@@ -249,7 +249,7 @@ def _turned(rt, name, difference):
 
 
 def refuse_passive(rt, names, what) -> None:
-    """Rejected (passive_joint) when a command or state names a loop's passive joint: it would
+    """Rejected (passive_joints) when a command or state names a loop's passive joint: it would
     be dropped in silence (the loops put it back where the motors say)."""
     named = [name for name in names if name in rt.passive]
     if named:
