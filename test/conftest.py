@@ -307,12 +307,20 @@ class RosHarness:
         self._thread.start()
 
     def _spin(self):
+        # A node removed and destroyed while spin_once waits on its handles can make that one
+        # call raise (RuntimeError, InvalidHandle); the thread spins on, or every node a test
+        # starts afterwards would sit unserved until its timeout. It ends with the context.
         from rclpy.executors import ExternalShutdownException
-        try:
-            while self.context.ok():
+        while self.context.ok():
+            try:
                 self.executor.spin_once(timeout_sec=0.05)
-        except (ExternalShutdownException, RuntimeError):
-            pass
+            except ExternalShutdownException:
+                return
+            except Exception as error:   # noqa: BLE001 - said, and spun on
+                if not self.context.ok():
+                    return
+                print(f'RosHarness: spin_once raised {error!r}; spinning on', file=sys.stderr,
+                      flush=True)
 
     def add(self, node):
         self.nodes.append(node)
