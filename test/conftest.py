@@ -31,6 +31,11 @@ import pytest
 
 from benchmarks.isolation import private_domain_id
 
+# pytest keeps the test modules' rewritten bytecode in test/__pycache__ (ignored by git) even
+# where PYTHONDONTWRITEBYTECODE is set, as on CI's machines: else each of a run's ~11 pytest
+# processes (xdist workers) rewrites and compiles every test module again, 4-5 s of CPU each.
+# The processes the tests start keep the setting (scripts/setup.sh compiles rbd_ros's sources).
+sys.dont_write_bytecode = False
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.setdefault('FASTDDS_BUILTIN_TRANSPORTS', 'UDPv4')
 if not os.environ.get('ROS_LOG_DIR'):

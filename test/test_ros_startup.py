@@ -16,7 +16,7 @@ pytest.importorskip('rclpy')
 from rcl_interfaces.msg import ParameterType  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from conftest import ARM, child_env, script, wait_until  # noqa: E402
+from conftest import ARM, MODULES, child_env, script, wait_until  # noqa: E402
 from corpus import robots_directory  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
@@ -109,21 +109,104 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize('executable, args, expected', CASES,
-                         ids=[f'{c[0]}-{c[2].split(":")[0][10:]}-{i}' for i, c in enumerate(CASES)])
-def test_parameters_the_node_cannot_run_with_stop_it_in_one_line(executable, args, expected,
-                                                                  tmp_path):
-    if callable(args):
-        if _talos() is None and 'talos' in expected:
-            pytest.skip('example-robot-data not installed')
-        args = args(tmp_path)
+#: runs each (module, args) case's main(args) in a process forked from this one, which imports
+#: the modules and loads the kernels a node loads at its start once; prints [[exit status,
+#: stdout, stderr], ...] as JSON. One process start (~1.5 s of CPU: numba, rclpy, the core,
+#: then 0.6 s of kernels) instead of one per case.
+FORKED_MAINS = r"""
+import atexit, importlib, json, os, sys, tempfile, traceback
+cases = json.load(sys.stdin)
+for module, _ in cases:
+    importlib.import_module(module)
+from rbd_ros.dynamics._jit import JIT_ENABLED, load_signature_kernels
+from rbd_ros.ros import joint_state_bytes, wire
+load_signature_kernels()
+if JIT_ENABLED:
+    joint_state_bytes.warm_up()
+    wire.warm_up()
+results = []
+for module, args in cases:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.dup2(out.fileno(), 1)
+            os.dup2(err.fileno(), 2)
+            try:
+                code = importlib.import_module(module).main(args)
+            except SystemExit as exc:
+                code = exc.code
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            if code is not None and not isinstance(code, int):
+                print(code, file=sys.stderr)
+                code = 1
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code or 0)
+        _, status = os.waitpid(pid, 0)
+        out.seek(0)
+        err.seek(0)
+        results.append([os.waitstatus_to_exitcode(status), out.read().decode(errors='replace'),
+                        err.read().decode(errors='replace')])
+json.dump(results, sys.stdout)
+"""
+
+
+def run_mains(cases, timeout=300):
+    """[(exit status, stdout, stderr)] of each (executable, args): its main(args), each in a
+    process of its own (forked from one that imported them)."""
+    import json
+    done = subprocess.run([os.sys.executable, '-c', FORKED_MAINS], env=child_env(),
+                          input=json.dumps([[MODULES[e], a] for e, a in cases]),
+                          capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def refusal_problems(executable, done_status, stderr, stdout, expected):
+    """What is wrong with a refusal: status 2, one line on stderr (rcutils' own lines aside)
+    that starts with the executable and holds the expected text, no traceback."""
+    lines = [ln for ln in stderr.splitlines() if not ln.startswith('[rcutils|')]
+    problems = []
+    if done_status != 2:
+        problems.append(f'exit status {done_status}')
+    if len(lines) != 1:
+        problems.append(f'{len(lines)} lines on stderr')
+    elif not lines[0].startswith(f'{executable}: ') or expected not in lines[0]:
+        problems.append(f'expected {expected!r} in {lines[0]!r}')
+    if 'Traceback' in stderr + stdout:
+        problems.append('a traceback')
+    return problems
+
+
+def test_parameters_the_node_cannot_run_with_stop_it_in_one_line(tmp_path):
+    """Every case of CASES, each in its own process (forked: run_mains)."""
+    cases, expectations = [], []
+    for index, (executable, args, expected) in enumerate(CASES):
+        if callable(args):
+            if _talos() is None and 'talos' in expected:
+                continue        # (example-robot-data not installed)
+            args = args(tmp_path)
+        cases.append((executable, args))
+        expectations.append((index, executable, expected.format(talos=_talos(), tmp=tmp_path)))
+    failures = []
+    for (index, executable, expected), (_, args), (status, out, err) in zip(
+            expectations, cases, run_mains(cases)):
+        problems = refusal_problems(executable, status, err, out, expected)
+        if problems:
+            failures.append(f'CASES[{index}] {executable} {args}: {"; ".join(problems)}\n{err}')
+    assert not failures, '\n'.join(failures)
+
+
+def test_a_refused_parameter_ends_the_executable_with_status_2():
+    """One case as the console script runs it (the others: run_mains)."""
+    executable, args, expected = CASES[5]
     done = run(script(executable) + args)
-    lines = [ln for ln in done.stderr.splitlines() if not ln.startswith('[rcutils|')]
-    assert done.returncode == 2, done.stderr
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith(f'{executable}: ')
-    assert expected.format(talos=_talos(), tmp=tmp_path) in lines[0], lines[0]
-    assert 'Traceback' not in done.stderr + done.stdout
+    assert refusal_problems(executable, done.returncode, done.stderr, done.stdout, expected) == []
 
 
 def test_a_node_serves_from_urdf_and_stops_quietly_on_two_ctrl_c(ros):
