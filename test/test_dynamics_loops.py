@@ -375,6 +375,9 @@ def test_closing_loops_leaves_a_floating_base_and_the_joints_on_no_loop_where_th
     (it moves the loop whole); it was tilted 27 degrees by the least-norm steps."""
     model = rbd.Model.from_urdf(PUSHROD_LEG, floating_base=True)
     assert rbd.loop_joints(model) == {'FL_hip', 'FL_knee', 'FL_knee_motor', 'FL_rod_joint'}
+    assert set(model.actuated_joints) == {'FL_hip', 'FL_knee_motor'}
+    assert rbd.passive_joints(model) == {'FL_knee', 'FL_rod_joint'}
+    assert rbd.passive_joints(rbd.Model.from_urdf(ARM)) == frozenset()
     q = model.neutral()
     q[:7] = [0.1, -0.2, 0.35, 0.0, 0.0, 0.0, 1.0]
     q[[model.joint[name].q_index for name in model.actuated_joints]] = (0.6, -0.6)

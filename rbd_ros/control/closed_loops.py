@@ -19,8 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 import rbd_ros.dynamics as rbd
-from rbd_ros.dynamics.closed_loops import (CLOSE_TOLERANCE, MAX_STEP, MOBILITY_TOLERANCE,
-                                           loop_joints)
+from rbd_ros.dynamics.closed_loops import CLOSE_TOLERANCE, MAX_STEP, jacobian_rank, loop_joints
 
 from .laws import joint_friction_compensation, tracking_error
 
@@ -45,9 +44,7 @@ def _undetermined(model, free) -> int | None:
     columns = [i for j in free for i in range(j.v_index, j.v_index + j.nv)]
     if not columns:
         return 0
-    s = np.linalg.svd(rbd.constraint_jacobian(model, q)[:, columns], compute_uv=False)
-    rank = int(np.sum(s > MOBILITY_TOLERANCE * s.max())) if s.size and s.max() > 0 else 0
-    return len(columns) - rank
+    return len(columns) - jacobian_rank(rbd.constraint_jacobian(model, q)[:, columns])
 
 
 class LoopClosure:

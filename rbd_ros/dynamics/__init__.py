@@ -28,7 +28,7 @@ with compile_lock(exclusive=_filling):   # importing the entry points compiles t
                       kinetic_energy, mass_matrix, nonlinear_effects, potential_energy)
     from .closed_loops import (close_loops, constrained_forward_dynamics,
                                constrained_inverse_dynamics, constraint_bias, constraint_jacobian,
-                               constraint_residual, loop_joints, mobility)
+                               constraint_residual, loop_joints, mobility, passive_joints)
 if _filling and not DEFER_COMPILE:   # (a warm-up worker compiles only its share)
     mark_cache_complete()
 from .data import Data

@@ -309,6 +309,13 @@ def loop_joints(model):
     return joints
 
 
+def passive_joints(model):
+    """The names of the loops' joints that follow the motors: on a loop (loop_joints), not
+    actuated. Nothing commands or sets them; the loops decide where they are."""
+    return frozenset(loop_joints(model) - set(model.actuated_joints)) if model.constraints \
+        else frozenset()
+
+
 def close_loops(model, q, hold, tolerance=CLOSE_TOLERANCE, max_iterations=CLOSE_ITERATIONS,
                 data=None, start=None, search=True):
     """q on the closed configuration: the joints named in ``hold`` unchanged, and every joint
@@ -499,13 +506,17 @@ def mobility(model, q=None, data=None):
     if not model.constraint_rows:
         return model.nv
     q = close_loops(model, model.q_neutral if q is None else q, [], data=data)
-    K = constraint_jacobian(model, q, data=data)
+    return model.nv - jacobian_rank(constraint_jacobian(model, q, data=data))
+
+
+def jacobian_rank(K):
+    """The numerical rank of a constraint Jacobian (or of some of its columns): its singular
+    values above MOBILITY_TOLERANCE times the largest."""
     s = np.linalg.svd(K, compute_uv=False)
-    rank = int(np.sum(s > MOBILITY_TOLERANCE * s.max())) if s.size and s.max() > 0 else 0
-    return model.nv - rank
+    return int(np.sum(s > MOBILITY_TOLERANCE * s.max())) if s.size and s.max() > 0 else 0
 
 
 __all__ = ['constraint_residual', 'constraint_jacobian', 'constraint_bias', 'close_loops',
-           'loop_joints',
+           'loop_joints', 'passive_joints',
            'constrained_forward_dynamics', 'constrained_inverse_dynamics', 'mobility',
            'RANK_TOLERANCE']

@@ -229,14 +229,6 @@ def held_joints(model) -> list[str]:
                                           and j.nv]
 
 
-def passive_joints(model) -> frozenset:
-    """The joints of a robot's closed loops that follow its motors (on a loop, not actuated):
-    the loops decide where they are, so that nothing commands or sets them."""
-    if not model.constraint_names:
-        return frozenset()
-    return frozenset(rbd.loop_joints(model)) - set(model.actuated_joints)
-
-
 #: rad (m): a set_state's passive joint the loops put farther than this from where it asked
 PASSIVE_TOLERANCE = 1e-6
 
@@ -327,7 +319,7 @@ class SimNode(RbdNode):
         if not command_joints and robot.model.actuated_joints and robot.model.constraint_names:
             command_joints = list(robot.model.actuated_joints)   # a closed loop's motors
         names, slots = robot.joint_slots(command_joints)
-        passive = passive_joints(robot.model)
+        passive = rbd.passive_joints(robot.model)
         if passive & set(names):
             raise ValueError(f'command_joints names {[x for x in names if x in passive]}, '
                              f'passive joints of the closed loops of {robot.model.name!r}, which '
@@ -515,7 +507,7 @@ class SimNode(RbdNode):
             raise Rejected('passive_joints', f'set_state: the loops put passive joint {name!r} at '
                            f'{put:.6g}, not {asked:.6g}: it follows the motors; set those '
                            f'({", ".join(rt.robot.model.actuated_joints)})')
-        rt.sim.set_state(q, v, hold)
+        rt.sim.q, rt.sim.v = q, v        # (closed above: set as they are)
         self.sensor.clear()
 
     def on_set_base_state(self, msg: Odometry) -> None:

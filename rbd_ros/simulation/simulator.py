@@ -136,8 +136,7 @@ class Simulator:
         self._si, self._sf, self._work, self._iwork = tables.build(model, o, self.points,
                                                                    factor_parent)
         self._command = np.zeros((5, nv))
-        passive = (rbd.loop_joints(model) - set(model.actuated_joints)
-                   if model.constraint_names else set())
+        passive = rbd.passive_joints(model)
         self._passive_v = np.array([j.v_index for j in rows if j.name in passive], dtype=np.int64)
         self._f_ext = np.zeros((model.body_int.shape[0], 6))
         self._out = np.zeros(nv + L.OUT_COLS * len(self.points))
