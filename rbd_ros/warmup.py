@@ -45,6 +45,8 @@ def main(argv=None) -> int:
     env = dict(os.environ, RBD_ROS_DEFER_COMPILE='1')
     if cores and cores > 1 and os.environ.get('RBD_ROS_NO_JIT', '') in ('', '0') \
             and not cache_is_complete(env):
+        print("warmup: compiling every kernel into numba's cache, once (2-3 minutes on 2 "
+              'cores)', flush=True)
         for phase in PHASES:
             workers = {job: subprocess.Popen([sys.executable, '-m', 'rbd_ros.warmup', '--job',
                                               job], env=env) for job in phase}
@@ -52,6 +54,7 @@ def main(argv=None) -> int:
                 if worker.wait() != 0:
                     print(f'warmup: the {job} worker failed (exit {worker.returncode}); '
                           'compiling its kernels in this process instead', file=sys.stderr)
+    os.environ['RBD_ROS_WARMUP_PROCESS'] = '1'   # (what its imports compile: this command's to say)
     from rbd_ros.dynamics.warmup import warm_up
     warm_up(verbose=False)
     warm_up_simulator()

@@ -214,3 +214,45 @@ def test_a_start_up_leaves_scipy_linalg_unimported_and_numba_knows_blas():
     arm = os.path.join(ROOT, 'rbd_ros', 'robots', 'rbd_arm7.urdf')
     result = run(['-c', _START_UP, arm])
     assert result.returncode == 0 and result.stdout.strip() == 'ok', result.stdout + result.stderr
+
+
+@pytest.mark.skipif(os.environ.get('RBD_ROS_NO_JIT', '') not in ('', '0'), reason='needs numba')
+def test_a_process_that_must_compile_every_kernel_says_so_first(tmp_path):
+    """A first use without `warmup` (here: a cache of its own, empty) compiles every kernel at
+    the core's import, minutes on one core: one line says so before, not a silent hang. (The
+    process is stopped after that line.) The warm-up's own processes stay quiet."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('RBD_ROS_DEFER_COMPILE', 'RBD_ROS_WARMUP_PROCESS')}
+    env['NUMBA_CACHE_DIR'] = str(tmp_path / 'cache')
+    lines = {}
+    for mode, extra in (('user', {}), ('warmup', {'RBD_ROS_WARMUP_PROCESS': '1'})):
+        proc = subprocess.Popen([sys.executable, '-c', 'import rbd_ros.dynamics; print("done")'],
+                                cwd=ROOT, env=dict(env, **extra), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            if mode == 'user':
+                lines[mode] = proc.stderr.readline()
+            else:       # (quiet: the first thing on stderr is whatever follows, or nothing)
+                import time
+                time.sleep(3.0)
+        finally:
+            proc.kill()
+            _, err = proc.communicate()
+        lines.setdefault(mode, err)
+    assert lines['user'].startswith("rbd_ros: numba's cache does not hold the kernels yet: "
+                                    'compiling them now, once'), lines['user']
+    assert 'rbd_ros.warmup' in lines['user']
+    assert 'compiling them now' not in lines['warmup'], lines['warmup']
+
+
+def test_the_compile_message_says_why(monkeypatch, capsys):
+    from rbd_ros.dynamics import _jit
+    monkeypatch.delenv('RBD_ROS_WARMUP_PROCESS', raising=False)
+    monkeypatch.setattr(_jit, 'DEFER_COMPILE', False)
+    monkeypatch.setattr(_jit, 'STALE_DROPPED', True)
+    _jit.say_compiling()
+    assert capsys.readouterr().err.startswith('rbd_ros: the kernels changed since they were '
+                                              'compiled: compiling them now')
+    monkeypatch.setattr(_jit, 'DEFER_COMPILE', True)
+    _jit.say_compiling()
+    assert capsys.readouterr().err == ''

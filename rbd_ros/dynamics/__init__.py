@@ -12,11 +12,13 @@ A Model never changes once built; each call writes into a workspace (Data), the 
 thread's own unless ``data=model.create_data()`` is passed.
 """
 from ._jit import (DEFER_COMPILE, JIT_ENABLED, cache_is_complete, compile_lock,
-                   mark_cache_complete)
+                   mark_cache_complete, say_compiling)
 
 _filling = JIT_ENABLED and not cache_is_complete()
 with compile_lock(exclusive=_filling):   # importing the entry points compiles them while the
     # cache is filled (else they load from it on their first call: _jit._FirstCallDispatcher)
+    if _filling and not cache_is_complete():   # (not filled by a process this one waited for)
+        say_compiling()
     from .api import (REFERENCES, FramePoses, center_of_mass, center_of_mass_jacobian,
                       centroidal_momentum, centroidal_momentum_matrix, coriolis_matrix,
                       difference, forward_dynamics, forward_dynamics_derivatives,
@@ -48,6 +50,7 @@ __all__ = [
     'inertial_regressor', 'estimate_payload', 'PayloadEstimate', 'PinocchioLayout',
     'constraint_residual', 'constraint_jacobian', 'constraint_bias', 'close_loops',
     'constrained_forward_dynamics', 'constrained_inverse_dynamics', 'mobility', 'loop_joints',
+    'passive_joints',
     'inverse_dynamics_derivatives', 'forward_dynamics_derivatives', 'gravity_torques_derivatives',
     'frame_velocity_derivatives', 'integrate_derivatives',
 ]

@@ -182,7 +182,6 @@ def drop_stale_caches():
         return
     try:
         stamp, caches, sources = _cache_state()
-        said = False
         for cache in caches:
             if not os.path.isdir(cache):
                 continue
@@ -194,11 +193,9 @@ def drop_stale_caches():
             except OSError:
                 pass
             modules = {os.path.splitext(os.path.basename(p))[0] for p in sources}
-            if not said and any(name.endswith('.nbi') for name in os.listdir(cache)):
-                said = True
-                print('rbd_ros: the kernels changed since they were compiled: compiling them '
-                      'again as they are first used (about a minute in all; `warmup` does it '
-                      'ahead of time)', file=sys.stderr, flush=True)
+            if any(name.endswith('.nbi') for name in os.listdir(cache)):
+                global STALE_DROPPED
+                STALE_DROPPED = True        # (said by say_compiling)
             for name in os.listdir(cache):
                 if name.endswith(('.nbi', '.nbc')) and name.split('.')[0] in modules:
                     try:
@@ -209,6 +206,24 @@ def drop_stale_caches():
                 handle.write(stamp + '\n')
     except Exception:   # noqa: BLE001 - a cache we cannot check is left to numba
         return
+
+
+#: whether drop_stale_caches removed kernels compiled from other sources (an upgrade, an edit)
+STALE_DROPPED = False
+
+
+def say_compiling():
+    """One line on stderr before a process compiles every kernel at its import of the dynamics
+    core (minutes, on one core), so that the wait is not a silent hang: a first use after
+    installing without `warmup`, or after the kernels' sources changed. Quiet in the warm-up's
+    own processes (RBD_ROS_DEFER_COMPILE, RBD_ROS_WARMUP_PROCESS), which say what they do."""
+    if DEFER_COMPILE or os.environ.get('RBD_ROS_WARMUP_PROCESS', '') == '1':
+        return
+    why = ('the kernels changed since they were compiled' if STALE_DROPPED
+           else "numba's cache does not hold the kernels yet")
+    print(f'rbd_ros: {why}: compiling them now, once (about 3 minutes on one core; '
+          '`python -m rbd_ros.warmup`, on a ROS install `ros2 run rbd_ros warmup`, does it '
+          'ahead of time on every core)', file=sys.stderr, flush=True)
 
 
 # The warm-up's worker processes set RBD_ROS_DEFER_COMPILE=1: signature kernels are then
