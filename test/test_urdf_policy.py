@@ -46,6 +46,22 @@ def test_declarations_urdfdom_accepts_load(head):
     assert model.joint_names == ['j1', 'j2'] and not model.warnings
 
 
+@pytest.mark.timeout(60)
+def test_many_comments_without_a_declaration_load(tmp_path):
+    """A file that opens with comments and no XML declaration (Talos's URDF as lxml writes it
+    back: 163 comments) never loaded: the declaration's pattern backtracked through every way
+    of splitting the comments, twice the time per comment. A declaration after comments still
+    loads, and one inside a comment is a comment."""
+    comments = ''.join(f'<!-- part {k}: a - b > c -->\n' for k in range(200))
+    path = tmp_path / 'commented.urdf'
+    path.write_text(comments + arm())
+    assert rbd.Model.from_urdf(str(path)).joint_names == ['j1', 'j2']
+    model = rbd.Model.from_urdf(arm(head=comments + '<?xml version="1.0"?>\n'))
+    assert model.joint_names == ['j1', 'j2'] and not model.warnings
+    model = rbd.Model.from_urdf(arm(head='<!-- <?xml version="1.0"?> -->\n'))
+    assert model.joint_names == ['j1', 'j2'] and not model.warnings
+
+
 def test_a_file_in_another_declared_encoding(tmp_path):
     path = tmp_path / 'latin.urdf'
     text = arm(head='<?xml version="1.0" encoding="ISO-8859-1"?>\n').replace(
