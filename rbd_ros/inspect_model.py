@@ -164,6 +164,8 @@ def report(model, out=sys.stdout, verbose=False, hint=None):
     for name, mass in model.link_masses.items():
         w(f'  {name:<28}{mass:10.4f} kg\n')
     w(f'  {"total (all links)":<28}{sum(model.link_masses.values()):10.4f} kg\n')
+    if model.floating_base:
+        _contact_lines(model, w)
     harmless = sum(1 for warning in model.warnings if warning.harmless)
     w('\nvalidation warnings' + (f' ({len(model.warnings)}, {harmless} of them harmless: '
                                   '--strict lets those pass)' if harmless else '') + '\n')
@@ -198,6 +200,28 @@ def report(model, out=sys.stdout, verbose=False, hint=None):
       f': qdd [rad/s^2 or m/s^2]\n  {qdd}\n')
     com = rbd.center_of_mass(model, q)
     w(f'\ncentre of mass {com}, potential energy {rbd.potential_energy(model, q):.4f} J\n')
+
+
+def _contact_lines(model, w):
+    """Where the simulator (Simulator, sim_node) lets a floating-base robot touch the ground:
+    the points its <collision> shapes give, and the links whose meshes give none (a published
+    humanoid collides through meshes but for its feet: fallen, it sinks up to them)."""
+    from rbd_ros.simulation.contact import candidates
+    found, notes = candidates(model, [], True)
+    links = sorted({c.link for c in found}, key=list(model.link_masses).index)
+    w('\nground contact (Simulator, sim_node: from the <collision> shapes)\n')
+    if found:
+        w(f'  {len(found)} points on {len(links)} links: {", ".join(links[:8])}'
+          f'{", ..." if len(links) > 8 else ""}\n')
+    else:
+        w('  none: it falls through the ground unless contact_points "link x y z radius" give '
+          'it some (its feet)\n')
+    meshed = [re.match(r"link '([^']+)'", note).group(1) for note in notes
+              if 'mesh' in note and re.match(r"link '([^']+)'", note)]
+    if meshed:
+        w(f'  no contact from meshes: {len(meshed)} links ({", ".join(meshed[:6])}'
+          f'{", ..." if len(meshed) > 6 else ""}); contact_points "link x y z radius" adds '
+          'points where they should touch\n')
 
 
 def _loop_lines(model, w):

@@ -72,6 +72,22 @@ def test_inspect_any_urdf_with_floating_base(capsys):
     status, out, _ = inspect(capsys, os.path.join(ROBOTS, 'solo12.urdf'), '--floating-base')
     assert status == 0
     assert 'floating base, nq=19, nv=18' in out and 'looks legged' not in out
+    # no <collision> shapes: the simulator's ground would not hold it (said, with the remedy)
+    assert 'ground contact (Simulator, sim_node' in out
+    assert 'none: it falls through the ground unless contact_points' in out
+
+
+def test_inspect_says_where_a_humanoid_touches_the_ground(capsys):
+    """Talos as published collides through meshes but for its feet, wrists and camera: a
+    user who lets it fall in the simulator sees it sink up to its feet; inspect says so first."""
+    root = robots_directory()
+    if root is None:
+        pytest.skip('example-robot-data is not installed')
+    status, out, _ = inspect(capsys, os.path.join(root, 'talos_data', 'robots',
+                                                  'talos_reduced_box.urdf'), '--floating-base')
+    assert status == 0
+    assert '56 points on 7 links: ' in out and 'leg_left_6_link' in out
+    assert 'no contact from meshes: 45 links (base_link, ' in out
 
 
 def test_inspect_reports_model_errors(tmp_path):
