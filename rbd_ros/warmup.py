@@ -100,7 +100,7 @@ def warm_up_simulator():
            'ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial><collision>'
            '<geometry><sphere radius="0.1"/></geometry></collision></link></robot>')
     sim = Simulator(rbd.Model.from_urdf(box, floating_base=True),
-                    [0.0, 0.0, 0.05, 0.0, 0.0, 0.0, 1.0], options=SimOptions())
+                    [0.0, 0.0, 0.095, 0.0, 0.0, 0.0, 1.0], options=SimOptions())
     sim.advance(2)
 
 

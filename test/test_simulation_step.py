@@ -334,6 +334,53 @@ def test_solo12_stands_on_its_feet_under_drives():
     assert sum(f[2] for _, _, f in forces) == pytest.approx(model.total_mass * G, rel=1e-6)
 
 
+def test_without_q0_a_legged_robot_starts_put_down_on_the_ground():
+    """Simulator(model) with a floating base: the neutral pose moved up until the lowest foot
+    touches the ground. It started at the origin, feet 0.32 m under the ground, and the contact
+    springs threw it up at 19.5 m/s, in silence. A q0 that deep is said (RuntimeWarning)."""
+    model = rbd.Model.from_urdf(SOLO, floating_base=True)
+    sim = Simulator(model, options=SimOptions(contact_points=FEET))
+    lowest = min(float(w[2]) for _, w in sim.point_locations())
+    assert lowest == pytest.approx(0.0, abs=1e-12)
+    assert np.array_equal(sim.q[3:], model.neutral()[3:]) and sim.q[2] > 0.3
+    assert sim.advance(200)
+    assert abs(sim.v[2]) < 1.0                       # it falls onto its legs, not up
+    with pytest.warns(RuntimeWarning, match=r'q0 puts contact points up to 0\.3\d* m under the '
+                                            'ground'):
+        Simulator(model, model.neutral(), options=SimOptions(contact_points=FEET))
+    q = model.neutral()
+    q[:7] = [1.0, -2.0, 5.0, 0.0, math.sin(0.15), 0.0, math.cos(0.15)]
+    high = Simulator(model, q, options=SimOptions(contact_points=FEET, ground_height=0.25))
+    assert np.array_equal(high.q, q)                 # above the ground: as given
+    placed = high.placed_on_ground()
+    assert np.array_equal(placed[[0, 1]], q[[0, 1]]) and np.array_equal(placed[3:], q[3:])
+    assert min(float(w[2]) for _, w in high.point_locations(placed)) == pytest.approx(0.25,
+                                                                                     abs=1e-12)
+    with pytest.raises(ValueError, match='has none'):
+        Simulator(rbd.Model.from_urdf(SOLO)).placed_on_ground()
+
+
+def test_a_drive_reference_may_be_a_configuration_and_a_wrong_length_is_named():
+    """set_drives(q_ref=q) as the README writes it, on a floating base (nq 19, nv 18): the
+    joints' positions are the references (it raised numpy's broadcast error)."""
+    model = rbd.Model.from_urdf(SOLO, floating_base=True)
+    sim = Simulator(model, options=SimOptions(contact_points=FEET))
+    q = sim.q
+    q[7:] = STAND
+    gains = np.r_[np.zeros(6), np.ones(12)]
+    sim.set_drives(kp=gains, q_ref=q)
+    by_velocity = Simulator(model, options=SimOptions(contact_points=FEET))
+    by_velocity.set_drives(kp=gains, q_ref=np.r_[np.zeros(6), STAND])
+    assert sim.advance(50) and by_velocity.advance(50)
+    assert np.array_equal(sim.q, by_velocity.q)
+    with pytest.raises(ValueError, match=r'q_ref must have one value or 18 \(one per velocity '
+                                         r'index; q_ref also 19, a configuration\), got shape '
+                                         r'\(12,\)'):
+        sim.set_drives(q_ref=STAND)
+    with pytest.raises(ValueError, match=r'^kd must have one value or 18'):
+        sim.set_drives(kd=np.ones(19))
+
+
 @pytest.mark.parametrize('kp, stands', [(1000.0, True), (200.0, False)])
 def test_a_humanoid_on_its_feet_stands_when_its_ankles_are_stiff_enough(kp, stands):
     """G1 (example-robot-data, as published: its feet touch the ground on the spheres of its

@@ -32,6 +32,7 @@ import contextlib
 import dataclasses
 import math
 import time
+import warnings
 
 import numpy as np
 from builtin_interfaces.msg import Time as TimeMsg
@@ -349,6 +350,10 @@ class SimNode(RbdNode):
         q0 = robot.full_q(clamped)
         v0 = np.zeros(robot.nv)
         floating = p['floating_base']
+        pose = np.array(p['initial_base_pose'], dtype=float)
+        if floating and len(pose):          # (else the identity, put down on the ground)
+            q0[:7] = pose
+            q0[3:7] /= np.linalg.norm(pose[3:])
         try:
             points = tuple(ContactPoint.parse(t) for t in p['contact_points'])
             options = SimOptions(
@@ -360,7 +365,12 @@ class SimNode(RbdNode):
                 friction_coefficient=p['friction_coefficient'],
                 contact_stiffness=p['contact_stiffness'], contact_damping=p['contact_damping'],
                 collision_contacts=p['collision_contacts'], contact_points=points)
-            sim = Simulator(model, q0, v0, options=options)
+            with warnings.catch_warnings(record=True) as said:   # (a start under the ground)
+                warnings.simplefilter('always')
+                sim = Simulator(model, q0, v0, options=options,
+                                place_on_ground=floating and not len(pose))
+            for warning in said:
+                self.get_logger().warning(f'initial_base_pose: {warning.message}')
         except ValueError as exc:     # (contact_points naming a link this robot lacks, ...)
             name = ('contact_points' if 'contact point' in str(exc) else
                     'contact_stiffness' if 'close_loops' not in str(exc) else
@@ -369,7 +379,6 @@ class SimNode(RbdNode):
             raise ValueError(f'{name}: {exc}') from None
         q0, v0 = sim.q, sim.v           # (closed on the loops, the motors where they were put)
         if floating:
-            q0[:7] = self._initial_base_pose(sim, q0)
             if p['initial_base_velocity']:
                 v0[:6] = p['initial_base_velocity']
             sim.set_state(q0, v0, held_joints(model))
@@ -407,22 +416,6 @@ class SimNode(RbdNode):
                                              'position', 'velocity', 'effort'),
             base_out=odometry_out(world, root) if floating else None,
             base_tf_out=transform_out(world, root) if floating else None, wrench_outs={})
-
-    def _initial_base_pose(self, sim: Simulator, q0: np.ndarray) -> np.ndarray:
-        """initial_base_pose (its quaternion normalised), or the identity at the origin raised
-        along the ground's normal until the lowest contact point touches the ground."""
-        pose = np.array(self.params['initial_base_pose'], dtype=float)
-        if len(pose):
-            pose[3:] /= np.linalg.norm(pose[3:])
-            return pose
-        pose = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
-        if sim.ground and sim.points:
-            q = q0.copy()
-            q[:7] = pose
-            n, _, _ = ground_frame(self.params['ground_normal'])
-            lowest = min(float(n @ where) for _, where in sim.point_locations(q))
-            pose[:3] = n * (self.params['ground_height'] - lowest)
-        return pose
 
     def carry_state(self, old: Runtime, new: Runtime) -> Runtime:
         """A payload changed the robot's inertia, not its state: the motion and the commands

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 
@@ -35,6 +36,8 @@ INTEGRATORS = ('rk4', 'semi_implicit_euler')
 #: closed_state: K v below this times max(1, |v|) (m/s, rad/s) keeps the loops closed
 CLOSED_VELOCITY = 1e-12
 POSITION_LIMITS = ('constraint', 'spring', 'off')
+#: m: a given start with a contact point deeper than this under the ground is said (Simulator)
+START_DEPTH_WARNING = 0.01
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +106,14 @@ class Simulator:
     (external wrenches). ``step(tau_cmd, f_ext, steps)`` sets the effort (and wrenches) it is
     given, then advances."""
 
-    def __init__(self, model: rbd.Model, q0=None, v0=None, options: SimOptions = SimOptions()):
+    def __init__(self, model: rbd.Model, q0=None, v0=None, options: SimOptions = SimOptions(),
+                 place_on_ground: bool | None = None):
+        """``q0`` (None: the neutral configuration) closed on any loops; ``place_on_ground``
+        moves a floating base along the ground's normal until the lowest contact point touches
+        the ground (``placed_on_ground``), by default (None) when q0 is None: a legged robot's
+        neutral pose has its feet below the base's origin, under the ground, and the contact
+        springs would throw it up. A given q0 whose contact points are more than
+        START_DEPTH_WARNING below the ground is taken as it is, with a RuntimeWarning."""
         if model.constraint_names and model.has_mimic:
             raise ValueError(f'{model.source}: the description closes '
                              f'{len(model.constraint_names)} kinematic loop(s) with <constraint> '
@@ -148,6 +158,16 @@ class Simulator:
                              f'{self._v.shape}')
         if model.constraint_rows:
             self._q, self._v = self.closed_state(self._q, self._v)
+        if self.ground and self.points and model.floating_base:
+            if place_on_ground or (place_on_ground is None and q0 is None):
+                self._q = self.placed_on_ground(self._q)
+            else:
+                depth = self._deepest(self._q)
+                if depth > START_DEPTH_WARNING:
+                    warnings.warn(f'{model.name}: q0 puts contact points up to {depth:.3g} m '
+                                  'under the ground, where the contact springs throw the robot '
+                                  'up; Simulator.placed_on_ground(q0) puts it down on the '
+                                  'ground', RuntimeWarning, stacklevel=2)
         self.t = 0.0
         self.status = L.STEP_OK
         # compiled (or loaded from numba's cache) now, not in a first step
@@ -260,10 +280,22 @@ class Simulator:
         applies kp (q_ref - q) + kd (v_ref - v) at every step, implicitly (stable for any gain
         on any link), on top of the effort command and within the effort limit. kp = kd = 0:
         no drive. Only single-DoF joints have drives. One gain for all leaves out a closed
-        loop's passive joints (on a loop, not actuated): they have no motor."""
-        for row, value in ((L.KP, kp), (L.KD, kd), (L.Q_REF, q_ref), (L.V_REF, v_ref)):
-            self._command[row] = np.broadcast_to(np.asarray(value, dtype=float),
-                                                 (self.model.nv,))
+        loop's passive joints (on a loop, not actuated): they have no motor. ``q_ref`` may also
+        be a configuration (nq values, as ``q``: a floating base's 7 first): its single-DoF
+        joints' positions are the references."""
+        nv, nq = self.model.nv, self.model.nq
+        for row, name, value in ((L.KP, 'kp', kp), (L.KD, 'kd', kd), (L.Q_REF, 'q_ref', q_ref),
+                                 (L.V_REF, 'v_ref', v_ref)):
+            value = np.asarray(value, dtype=float)
+            if name == 'q_ref' and value.shape == (nq,) and nq != nv:
+                per_v = np.zeros(nv)
+                per_v[self.row_v] = value[self.row_q]
+                value = per_v
+            if value.size != 1 and value.shape != (nv,):
+                also = f'; q_ref also {nq}, a configuration' if name == 'q_ref' and nq != nv else ''
+                raise ValueError(f'{name} must have one value or {nv} (one per velocity '
+                                 f'index{also}), got shape {value.shape}')
+            self._command[row] = value.reshape(-1) if value.size == 1 else value
             if row in (L.KP, L.KD) and np.size(value) == 1:
                 self._command[row, self._passive_v] = 0.0
         if np.any(self._command[L.KP:L.KD + 1] < 0) or not np.all(np.isfinite(self._command)):
@@ -323,6 +355,27 @@ class Simulator:
                 if depth > 0:
                     energy += 0.5 * self.options.contact_stiffness * depth * depth
         return energy
+
+    def placed_on_ground(self, q=None) -> np.ndarray:
+        """q (the state's by default) with the floating base moved along the ground's normal
+        until the lowest contact point touches the ground (``ground_height``): its orientation,
+        joints and position along the ground kept. How a robot is put down to start."""
+        if not self.model.floating_base:
+            raise ValueError(f'placed_on_ground moves a floating base; {self.model.name!r} has '
+                             'none')
+        if not self.points:
+            raise ValueError(f'{self.model.name!r} has no contact points to put on the ground '
+                             '(its collision shapes are meshes or absent; give contact_points)')
+        q = np.array(self._q if q is None else q, dtype=float)
+        n = self._sf[L.NORMAL:L.NORMAL + 3]
+        q[:3] += n * self._deepest(q)
+        return q
+
+    def _deepest(self, q) -> float:
+        """How far the lowest contact point is under the ground at q (m; < 0: above it)."""
+        n = self._sf[L.NORMAL:L.NORMAL + 3]
+        return self.options.ground_height - min(float(n @ where)
+                                                for _, where in self.point_locations(q))
 
     def point_locations(self, q=None):
         """[(link, world location of each contact candidate's lowest point)] at q (the state's
