@@ -161,9 +161,10 @@ def report(model, out=sys.stdout, verbose=False, hint=None):
           f'{_fmt(info.velocity):>9}{_fmt(info.damping):>9}{_fmt(info.friction):>9}\n')
     closed, loops_closed = _loop_lines(model, w)
     w('\nlink masses\n')
+    width = max([28, *(len(name) + 2 for name in model.link_masses)])   # (long names align too)
     for name, mass in model.link_masses.items():
-        w(f'  {name:<28}{mass:10.4f} kg\n')
-    w(f'  {"total (all links)":<28}{sum(model.link_masses.values()):10.4f} kg\n')
+        w(f'  {name:<{width}}{mass:10.4f} kg\n')
+    w(f'  {"total (all links)":<{width}}{sum(model.link_masses.values()):10.4f} kg\n')
     if model.floating_base:
         _contact_lines(model, w)
     harmless = sum(1 for warning in model.warnings if warning.harmless)

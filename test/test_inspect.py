@@ -88,6 +88,9 @@ def test_inspect_says_where_a_humanoid_touches_the_ground(capsys):
     assert status == 0
     assert '56 points on 7 links: ' in out and 'leg_left_6_link' in out
     assert 'no contact from meshes: 45 links (base_link, ' in out
+    # its long link names (gripper_right_motor_single_link) keep the masses' column aligned
+    masses = out.split('\nlink masses\n')[1].split('\n\n')[0].splitlines()
+    assert len(masses) > 40 and len({len(line) for line in masses}) == 1, masses
 
 
 def test_inspect_reports_model_errors(tmp_path):
