@@ -18,6 +18,10 @@ self-collision on either side (we have none):
 - G1 lying on its back: its collision meshes give no contact, so spheres at its limbs (pelvis,
   torso, head, shoulders, elbows, hands, knees) plus the URDF's foot spheres, on both sides;
   dropped limp from 20 cm, settled 2 s.
+- G1 falling: the same shapes, limp, from standing on its feet pitched 0.1 rad forward (put
+  down on the ground: Simulator.placed_on_ground, MuJoCo from the same q), the first 1.5 s
+  (it topples, hits the ground and bounces) timed once from the start on each side: a
+  transient, so no best of several runs and no one-call column.
 
 Times are this process's CPU time per step (both simulators run in it, one thread).
 "one call" times a step per Python call (what sim_node does at 1 kHz: Simulator.advance(1),
@@ -49,6 +53,7 @@ STAND = [0.1, 0.8, -1.6, -0.1, 0.8, -1.6, 0.1, -0.8, 1.6, -0.1, -0.8, 1.6]
 FOOT_RADIUS = 0.0075
 DT = 1e-3
 SETTLE = 2000                   # steps of settling before a lying robot is timed
+FALL_STEPS = 1500               # the G1's fall: toppling, the impact, the first bounces
 #: G1's limb spheres (link, x, y, z, radius in the link frame): where it lies on the ground
 G1_LIMBS = (('pelvis', 0, 0, 0, 0.08), ('torso_link', 0, 0, 0.15, 0.1),
             ('head_link', 0, 0, 0.4, 0.08),
@@ -160,6 +165,13 @@ def lying_start(model, case):
     return q
 
 
+def fall_start(sim):
+    """The neutral pose pitched 0.1 rad forward, put down on the ground."""
+    q = sim.model.neutral()
+    q[3:7] = [0.0, math.sin(0.05), 0.0, math.cos(0.05)]
+    return sim.placed_on_ground(q)
+
+
 def case_model(path, case):
     return rbd.Model.from_urdf(path, floating_base=case is not None)
 
@@ -179,11 +191,15 @@ def ours(path, integrator, case):
         sim.set_drives(kp=5 * gains, kd=0.1 * gains, q_ref=np.r_[np.zeros(6), STAND])
         sim.advance(500)               # standing, settled
         return sim
-    if case in ('a1', 'g1'):
+    if case in ('a1', 'g1', 'g1_fall'):
         points = tuple(' '.join(str(x) for x in limb) for limb in G1_LIMBS) \
-            if case == 'g1' else ()
-        sim = Simulator(model, lying_start(model, case),
-                        options=SimOptions(integrator=integrator, contact_points=points))
+            if case != 'a1' else ()
+        options = SimOptions(integrator=integrator, contact_points=points)
+        if case == 'g1_fall':
+            sim = Simulator(model, options=options)
+            sim.q = fall_start(sim)
+            return sim
+        sim = Simulator(model, lying_start(model, case), options=options)
         sim.advance(SETTLE)
         return sim
     q0 = model.random_configuration(3) * 0.3
@@ -192,9 +208,11 @@ def ours(path, integrator, case):
     return sim
 
 
-def theirs(path, integrator, case):
+def theirs(path, integrator, case, q0=None):
+    """MuJoCo's model and data of the case, ready to step (``q0``: the start, our
+    coordinates; the case's own by default)."""
     import mujoco
-    m = mujoco_model(path, integrator, case)
+    m = mujoco_model(path, integrator, 'g1' if case == 'g1_fall' else case)
     d = mujoco.MjData(m)
     model = case_model(path, case)
     if case is None:
@@ -202,7 +220,8 @@ def theirs(path, integrator, case):
         d.qpos[:] = q0
         d.qfrc_applied[:] = rbd.gravity_torques(model, q0)
         return m, d
-    q0 = solo_start(model) if case == 'solo' else lying_start(model, case)
+    if q0 is None:
+        q0 = solo_start(model) if case == 'solo' else lying_start(model, case)
     # MuJoCo's free joint: w first; its joints in its own order (the URDF's, depth first)
     d.qpos[:7] = np.r_[q0[:3], q0[6], q0[3:6]]
     names = [m.joint(k).name for k in range(1, m.njnt)]
@@ -214,9 +233,16 @@ def theirs(path, integrator, case):
         g = rbd.gravity_torques(model, q0)
         d.qfrc_applied[6:] = [g[6 + index[name]] for name in names]
         mujoco.mj_step(m, d, nstep=500)
-    else:
+    elif case != 'g1_fall':
         mujoco.mj_step(m, d, nstep=SETTLE)
     return m, d
+
+
+def once_us(step, count):
+    """us of this process's CPU time per step of one run of ``step(count)`` (a transient)."""
+    start = time.process_time()
+    step(count)
+    return (time.process_time() - start) / count * 1e6
 
 
 def best_us(step, count, repeats):
@@ -242,6 +268,7 @@ def cases():
     g1 = robot_path('g1_description', 'urdf', 'g1_29dof_rev_1_0.urdf')
     if g1:
         found.append(('G1 lying on its back', g1, 'g1'))
+        found.append((f'G1 falling (the first {FALL_STEPS / 1000:g} s)', g1, 'g1_fall'))
     return found
 
 
@@ -262,8 +289,13 @@ def run(smoke=False) -> int:
         for ours_integrator, their_integrator in (('rk4', 'RK4'), ('semi_implicit_euler', 'Euler')):
             sim = ours(path, ours_integrator, case)
             before = sim.solver_stats
-            one = best_us(lambda n: [sim.advance(1) for _ in range(n)], count, repeats)
-            batch = best_us(sim.advance, count, repeats)
+            falling = case == 'g1_fall'
+            if falling:
+                start = sim.q
+                one, batch = float('nan'), once_us(sim.advance, FALL_STEPS)
+            else:
+                one = best_us(lambda n: [sim.advance(1) for _ in range(n)], count, repeats)
+                batch = best_us(sim.advance, count, repeats)
             after = sim.solver_stats
             ok = sim.status == 0
             steps = after['steps'] - before['steps']
@@ -271,16 +303,22 @@ def run(smoke=False) -> int:
             contacts = len(sim.contacts()) if case else 0
             row = [label, f'{ours_integrator} / {their_integrator}']
             if mujoco is not None:
-                m, d = theirs(path, their_integrator, case)
-                one_m = best_us(lambda n: [mujoco.mj_step(m, d) for _ in range(n)], count,
-                                repeats)
-                batch_m = best_us(lambda n: mujoco.mj_step(m, d, nstep=n), count, repeats)
-                row += [f'{contacts} / {d.ncon}', f'{one:.1f}',
-                        f'{batch:.1f}' + ('' if ok else ' (diverged)'), f'{one_m:.1f}',
-                        f'{batch_m:.1f}', f'{batch / batch_m:.2f}']
+                if falling:
+                    m, d = theirs(path, their_integrator, case, q0=start)
+                    one_m = float('nan')
+                    batch_m = once_us(lambda n: mujoco.mj_step(m, d, nstep=n), FALL_STEPS)
+                else:
+                    m, d = theirs(path, their_integrator, case)
+                    one_m = best_us(lambda n: [mujoco.mj_step(m, d) for _ in range(n)], count,
+                                    repeats)
+                    batch_m = best_us(lambda n: mujoco.mj_step(m, d, nstep=n), count, repeats)
+                row += [f'{contacts} / {d.ncon}', f'{one:.1f}'.replace('nan', '-'),
+                        f'{batch:.1f}' + ('' if ok else ' (diverged)'),
+                        f'{one_m:.1f}'.replace('nan', '-'), f'{batch_m:.1f}',
+                        f'{batch / batch_m:.2f}']
             else:
                 batch_m = None
-                row += [f'{contacts} / -', f'{one:.1f}',
+                row += [f'{contacts} / -', f'{one:.1f}'.replace('nan', '-'),
                         f'{batch:.1f}' + ('' if ok else ' (diverged)'), '-', '-', '-']
             row += [f'{DT * 1e6 / batch:.0f}x', f'{DT * 1e6 / batch_m:.0f}x' if batch_m else '-',
                     f'{iterations:.2f} / {after["max_iterations"]}',
@@ -289,7 +327,8 @@ def run(smoke=False) -> int:
     print('\nEvery row: the URDF\'s damping, friction and position limits in both (MuJoCo\'s '
           'importer: damping, frictionloss, range), ours with effort and velocity limits too; '
           'the arms hold their gravity torque of a random start pose; Solo-12: contacts and '
-          'drives in both; A1 and G1: limp, lying where they fell. Max iterations and '
+          'drives in both; A1 and G1: limp, lying where they fell; the G1 falling: from its start '
+          '(one run each, CPU time over the fall). Max iterations and '
           'unconverged solves count every step since the simulator was made (settling '
           'included).')
     return 0
