@@ -114,7 +114,7 @@ CASES = [
 #: stdout, stderr], ...] as JSON. One process start (~1.5 s of CPU: numba, rclpy, the core,
 #: then 0.6 s of kernels) instead of one per case.
 FORKED_MAINS = r"""
-import atexit, importlib, json, os, sys, tempfile, traceback
+import atexit, importlib, json, os, sys, tempfile, time, traceback
 cases = json.load(sys.stdin)
 for module, _ in cases:
     importlib.import_module(module)
@@ -147,10 +147,21 @@ for module, args in cases:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code or 0)
-        _, status = os.waitpid(pid, 0)
+        deadline = time.monotonic() + 60     # (a case that is not refused spins: stopped)
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = os.waitstatus_to_exitcode(status)
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                status = 'none: still running after 60 s'
+                break
+            time.sleep(0.01)
         out.seek(0)
         err.seek(0)
-        results.append([os.waitstatus_to_exitcode(status), out.read().decode(errors='replace'),
+        results.append([status, out.read().decode(errors='replace'),
                         err.read().decode(errors='replace')])
 json.dump(results, sys.stdout)
 """
