@@ -383,7 +383,7 @@ class _Closing:
 
     def close(self, q, start, row):
         model, d = self.model, self.d
-        closed, phi, error, _ = self.newton(q, self.free_v)
+        closed, phi, error = self.newton(q, self.free_v)
         found = error <= self.tolerance
         moved = np.abs(difference(model, q, closed, data=d)[self.free_v]).max(initial=0.0)
         if found and (moved <= MAX_STEP or not self.walking):
@@ -399,7 +399,7 @@ class _Closing:
             moving = self.free + self.walking
             for guess in (neutral, self.kicked(neutral, KICK, moving),
                           self.kicked(neutral, -KICK, moving), q):
-                anchor, _, anchor_error, _ = self.newton(guess, self.moving_v)
+                anchor, _, anchor_error = self.newton(guess, self.moving_v)
                 if anchor_error <= self.tolerance:
                     break
             else:
@@ -414,7 +414,7 @@ class _Closing:
             for k in range(1, steps + 1):
                 x = interpolate(model, anchor, goal, k / steps, data=d)
                 x[self.free_q] = walked[self.free_q]
-                walked, phi, error, _ = self.newton(x, self.free_v, WALK_ITERATIONS)
+                walked, phi, error = self.newton(x, self.free_v, WALK_ITERATIONS)
                 if error > self.tolerance:
                     break
             else:
@@ -425,7 +425,7 @@ class _Closing:
         for angle in (KICK, -KICK) + SEARCH_TURNS if self.search else ():
             if found:
                 break
-            closed, _, error, _ = self.newton(self.kicked(q, angle, self.free), self.free_v)
+            closed, _, error = self.newton(self.kicked(q, angle, self.free), self.free_v)
             found = error <= self.tolerance
         if found:
             return self.turns(closed, q)
@@ -440,14 +440,13 @@ class _Closing:
                          f'closed configuration near q{held}')
 
     def newton(self, q, columns, iterations=None):
-        """(q, phi, its largest entry, whether a step was cut to MAX_STEP): Gauss-Newton over
+        """(q, phi, its largest entry): Gauss-Newton over
         ``columns`` with least-norm steps, each halved until the residual falls; at most
         ``iterations`` (default: max_iterations)."""
         model, d = self.model, self.d
         q = q.copy()
         phi = constraint_residual(model, q, data=d)
         error = np.abs(phi).max()
-        capped = False
         for _ in range(self.max_iterations if iterations is None else iterations):
             if error <= self.tolerance or not len(columns):
                 break
@@ -457,7 +456,6 @@ class _Closing:
             biggest = np.abs(step).max()
             if biggest > MAX_STEP:
                 step *= MAX_STEP / biggest
-                capped = True
             for _ in range(30):                 # halve until the residual falls
                 trial = integrate(model, q, step, 1.0, data=d)
                 trial_phi = constraint_residual(model, trial, data=d)
@@ -468,7 +466,7 @@ class _Closing:
             else:
                 break
             q, phi, error = trial, trial_phi, trial_error
-        return q, phi, error, capped
+        return q, phi, error
 
     def kicked(self, q, angle, joints):
         """q with the revolute ones of ``joints`` turned by +-angle, alternately."""
