@@ -208,7 +208,7 @@ def _contact_lines(model, w):
     the points its <collision> shapes give, and the links whose meshes give none (a published
     humanoid collides through meshes but for its feet: fallen, it sinks up to them)."""
     from rbd_ros.simulation.contact import candidates
-    found, notes = candidates(model, [], True)
+    found, _ = candidates(model, [], True)
     links = sorted({c.link for c in found}, key=list(model.link_masses).index)
     w('\nground contact (Simulator, sim_node: from the <collision> shapes)\n')
     if found:
@@ -217,8 +217,8 @@ def _contact_lines(model, w):
     else:
         w('  none: it falls through the ground unless contact_points "link x y z radius" give '
           'it some (its feet)\n')
-    meshed = [re.match(r"link '([^']+)'", note).group(1) for note in notes
-              if 'mesh' in note and re.match(r"link '([^']+)'", note)]
+    meshed = [link for link in model.frame_names
+              if any(shape.kind == 'mesh' for shape in model.link_collisions.get(link, ()))]
     if meshed:
         w(f'  no contact from meshes: {len(meshed)} links ({", ".join(meshed[:6])}'
           f'{", ..." if len(meshed) > 6 else ""}); contact_points "link x y z radius" adds '
