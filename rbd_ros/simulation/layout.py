@@ -120,7 +120,11 @@ ROW_DU = 9          # J_r d along the search direction
 ROW_LAM = 10        # the row's impulse at the iterate
 ROW_SLOPE = 11      # -d lam / d u (TANGENT: the pair's 2 x 2 block in r (11), r + 1 (11), r (12))
 ROW_SLOPE_X = 12
-ROW_FLOATS = 13
+ROW_TARGET = 13     # TANGENT: mu lam_n at the pair's last refresh of its radius (solver.py)
+ROW_GAP = 14        # TANGENT: that target less the radius it replaced
+ROW_MODEL = 15      # a predicted row (solver.assemble_hessian): its predicted law's impulse at
+                    # the start less its law's, the first Newton step's model of it
+ROW_FLOATS = 16
 # int fields
 ROW_KIND, ROW_UNIT, ROW_POINT, ROW_PARTNER, ROW_PIECE, ROW_NNZ = 0, 1, 2, 3, 4, 5
 # (ROW_UNIT: a joint's or drive's row: its velocity index; an equality row: its row of K)
