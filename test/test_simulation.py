@@ -226,13 +226,14 @@ def _random_spd(rng, n, spread=False):
 
 
 def solve_rows(G, v0, kind, lo, hi, fric, a=None, b=None, partner=None, iterations=50,
-               compliance=None, tolerance=1e-13):
+               compliance=None, tolerance=1e-13, mult=None):
     """The solver (simulation/solver.py) on a problem given in row space: impulses lam on n
     rows change their velocities by G lam from v0. That is the step's problem with W = G^-1,
-    M v* = W v0 and J = I (v is then the rows' velocities). Returns (lam, v, Newton
-    iterations taken: iterations + 1 when it ran out)."""
+    M v* = W v0 and J = I (v is then the rows' velocities). ``mult``: the LIMIT rows'
+    multipliers from a step before (the solver's warm start and prediction). Returns (lam, v,
+    Newton iterations taken: iterations + 1 when it ran out)."""
     from rbd_ros.simulation import layout as L
-    from rbd_ros.simulation.solver import LIMIT_REGULARISATION, solve_rows as solve
+    from rbd_ros.simulation.solver import limit_regularisation, solve_rows as solve
     n = len(v0)
     W = np.linalg.inv(G)
     W = np.ascontiguousarray(0.5 * (W + W.T))
@@ -245,10 +246,12 @@ def solve_rows(G, v0, kind, lo, hi, fric, a=None, b=None, partner=None, iteratio
     ri[L.ROW_PARTNER] = -1 if partner is None else partner
     ri[L.ROW_PIECE] = -1
     ri[L.ROW_NNZ] = 1
+    if mult is not None:
+        rf[L.ROW_MULT] = mult
     r = 0
     while r < n:
         if kind[r] == L.LIMIT:
-            rf[L.ROW_R, r] = LIMIT_REGULARISATION / W[r, r]
+            rf[L.ROW_R, r] = limit_regularisation(fric[r]) / W[r, r]     # (as step.py's)
         elif kind[r] == L.TANGENT:       # a pair: its compliance and radius on its first row
             p = partner[r]
             rf[L.ROW_R, r] = compliance[r]
@@ -367,6 +370,26 @@ def test_an_arm_held_by_stiction_is_solved_in_one_iteration():
     assert stats['unconverged_solves'] == 0, stats
     assert stats['iterations'] <= 60, stats          # (about one per step; measured 57)
     assert np.abs(sim.v).max() < 1e-12                     # held: every joint stopped
+
+
+def test_a_row_held_last_step_is_predicted_held_only_at_a_bound_in_reach():
+    """The first Newton step holds a row that was held last step (its multiplier says at
+    which bound, row_slope) where it was held, not where the start has it. A bound the step
+    left out (infinite: far from v*) is no place to hold it: no prediction (its model was -inf
+    in the step's right-hand side, caught only by the climbing step's fallback)."""
+    from rbd_ros.simulation import layout as L
+    from rbd_ros.simulation.solver import AT_LO, row_slope
+    predict = getattr(row_slope, 'py_func', row_slope)
+    rf, ri = np.zeros((L.ROW_FLOATS, 1)), np.zeros((L.ROW_INTS, 1), dtype=np.int64)
+    ri[L.ROW_KIND, 0], ri[L.ROW_PIECE, 0] = L.LIMIT, -1
+    rf[L.ROW_R, 0], rf[L.ROW_MULT, 0], rf[L.ROW_U, 0] = 1e-6, 0.4, 0.3     # (free at the start)
+    rf[L.ROW_LO, 0], rf[L.ROW_HI, 0] = 0.25, 5.0
+    assert predict(rf, ri, 0, True) == 1e6 and ri[L.ROW_PIECE, 0] == AT_LO
+    # held at 0.25 with last step's impulse: lam = mult + (lo - u) / r, less the law's (0)
+    assert rf[L.ROW_MODEL, 0] == pytest.approx(0.4 + (0.25 - 0.3) / 1e-6)
+    rf[L.ROW_LO, 0], rf[L.ROW_MODEL, 0], ri[L.ROW_PIECE, 0] = -np.inf, 0.0, -1
+    assert predict(rf, ri, 0, True) == 0.0 and ri[L.ROW_PIECE, 0] == -1
+    assert rf[L.ROW_MODEL, 0] == 0.0
 
 
 def test_the_solver_says_when_it_runs_out_of_iterations():
