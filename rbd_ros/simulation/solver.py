@@ -16,7 +16,8 @@ LIMIT    a joint's velocity bounds [lo, hi] (position limits, speed limits) and 
          [lo, hi], infinite outside. Hard, so regularised and made exact by the method of
          multipliers: lam = mult + (w - u) / r with w = prox(u - r mult) the velocity the row
          allows; each outer round sets mult = lam, and the row's error w - u shrinks by about
-         r / (r + G_rr) per round (r = 1e-6 G_rr: one or two rounds).
+         r / (r + G_rr) per round (r = 1e-6 G_rr: one or two rounds; a joint with
+         friction 1e-3 G_rr, FRICTION_REGULARISATION, a few).
 SOFT     a spring-damper lam = b - a u kept in [lo, hi]: a contact's normal ([0, inf): it never
          pulls), a drive's PD within its effort limit. Smooth; exact as it is.
 TANGENT  two rows (r, r + 1), a contact's tangent plane: Coulomb friction in a disk of
