@@ -233,7 +233,7 @@ def solve_rows(G, v0, kind, lo, hi, fric, a=None, b=None, partner=None, iteratio
     multipliers from a step before (the solver's warm start and prediction). Returns (lam, v,
     Newton iterations taken: iterations + 1 when it ran out)."""
     from rbd_ros.simulation import layout as L
-    from rbd_ros.simulation.solver import limit_regularisation, solve_rows as solve
+    from rbd_ros.simulation.solver import LIMIT_REGULARISATION, solve_rows as solve
     n = len(v0)
     W = np.linalg.inv(G)
     W = np.ascontiguousarray(0.5 * (W + W.T))
@@ -251,7 +251,7 @@ def solve_rows(G, v0, kind, lo, hi, fric, a=None, b=None, partner=None, iteratio
     r = 0
     while r < n:
         if kind[r] == L.LIMIT:
-            rf[L.ROW_R, r] = limit_regularisation(fric[r]) / W[r, r]     # (as step.py's)
+            rf[L.ROW_R, r] = LIMIT_REGULARISATION / W[r, r]
         elif kind[r] == L.TANGENT:       # a pair: its compliance and radius on its first row
             p = partner[r]
             rf[L.ROW_R, r] = compliance[r]

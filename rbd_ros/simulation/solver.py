@@ -16,8 +16,7 @@ LIMIT    a joint's velocity bounds [lo, hi] (position limits, speed limits) and 
          [lo, hi], infinite outside. Hard, so regularised and made exact by the method of
          multipliers: lam = mult + (w - u) / r with w = prox(u - r mult) the velocity the row
          allows; each outer round sets mult = lam, and the row's error w - u shrinks by about
-         r / (r + G_rr) per round (r = 1e-6 G_rr: one or two rounds; a joint with
-         friction 1e-3 G_rr, FRICTION_REGULARISATION, a few).
+         r / (r + G_rr) per round (r = 1e-6 G_rr: one or two rounds).
 SOFT     a spring-damper lam = b - a u kept in [lo, hi]: a contact's normal ([0, inf): it never
          pulls), a drive's PD within its effort limit. Smooth; exact as it is.
 TANGENT  two rows (r, r + 1), a contact's tangent plane: Coulomb friction in a disk of
@@ -86,18 +85,6 @@ from .layout import (LIMIT, ROW_A, ROW_B, ROW_DU, ROW_FRIC, ROW_GAP, ROW_HI, ROW
 #: 1e6 / G_rr); stiffer (1e-8) took more Newton iterations on a limp humanoid lying on its
 #: joint limits (its kinks stop the line search sooner), softer (1e-4) more rounds
 LIMIT_REGULARISATION = 1e-6
-#: ... of a LIMIT row with Coulomb friction: its stuck piece, between sliding one way and the
-#: other, is a kink every Newton step must find by stopping on it, one joint at a time; a
-#: softer one lets a step cross it towards the answer. A Talos falling limp, friction in
-#: every joint: 18.6 Newton iterations a step at 1e-6, 11.2 at 1e-4, 7.9 at 1e-3 (a few more
-#: multiplier rounds, each leaving 1e-3 of the last one's error: as exact in the end)
-FRICTION_REGULARISATION = 1e-3
-
-
-@kernel
-def limit_regularisation(fric):
-    """A LIMIT row's regularisation relative to its G_rr."""
-    return FRICTION_REGULARISATION if fric > 0.0 else LIMIT_REGULARISATION
 #: a contact's tangent rows are a touch compliant, relative to their G = J W^-1 J^T: a foot on
 #: four points has 8 tangent rows for 3 in-plane motions. A sticking contact slips at
 #: STICK_COMPLIANCE G lam_t: 1.3e-7 m/s for a 1 kg box on a 20 degree slope.

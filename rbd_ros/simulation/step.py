@@ -101,7 +101,7 @@ from . import layout as L
 from .contact import body_clear_of_ground, contact_point, point_jacobian
 from .smooth import (expand_q, integrate_public, mass_matrix, matrix, mimic_scratch,
                      reduce_rows, smooth_step, vector)
-from .solver import AT_HI, AT_LO, STICK_COMPLIANCE, cost, limit_regularisation, solve_rows
+from .solver import AT_HI, AT_LO, LIMIT_REGULARISATION, STICK_COMPLIANCE, cost, solve_rows
 
 #: rad/s (m/s): a joint's speed change in one step beyond which its limits are left out of the
 #: step's rows (they cannot bind; the rows stay few)
@@ -451,7 +451,7 @@ def mass_stage(h, si, sf, q_free, v_free, M, W, Mv, work):
 @kernel
 def scale_rows(W, J, nz, rf, ri, nrows):
     """Each row's scale from W's diagonal (the Jacobi estimate of G_rr = J_r W^-1 J_r^T):
-    a LIMIT row's regularisation (solver.limit_regularisation) G_rr, an effort row's stiffness
+    a LIMIT row's regularisation LIMIT_REGULARISATION G_rr, an effort row's stiffness
     1 / (EFFORT_COMPLIANCE G_rr), a tangent
     pair's stick compliance STICK_COMPLIANCE G (the pair's mean, one compliance: isotropic
     friction)."""
@@ -466,7 +466,7 @@ def scale_rows(W, J, nz, rf, ri, nrows):
                 g += J[r + t, c] * J[r + t, c] / W[c, c]
         g /= span
         if kind == L.LIMIT:
-            rf[L.ROW_R, r] = limit_regularisation(rf[L.ROW_FRIC, r]) * g
+            rf[L.ROW_R, r] = LIMIT_REGULARISATION * g
         elif ri[L.ROW_ROLE, r] == EFFORT:           # a stiff spring toward ROW_B
             rf[L.ROW_A, r] = 1.0 / (EFFORT_COMPLIANCE * g)
             rf[L.ROW_B, r] *= rf[L.ROW_A, r]
@@ -511,7 +511,7 @@ def held_effort_corrections(si, sf, command, tau, rf, ri, nrows, correction, g):
         side, braking = speed_limit_held(si, sf, command, rf, ri, r)
         if side != 0:
             correction[i] += braking / dt
-            g[i] = max(g[i], rf[L.ROW_R, r] / limit_regularisation(rf[L.ROW_FRIC, r]))
+            g[i] = max(g[i], rf[L.ROW_R, r] / LIMIT_REGULARISATION)
 
 
 @kernel
