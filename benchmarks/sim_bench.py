@@ -35,6 +35,7 @@ MuJoCo (PyPI ``mujoco``) is a benchmark-only dependency: without it only our col
 from __future__ import annotations
 
 import argparse
+import atexit
 import math
 import os
 import sys
@@ -54,6 +55,7 @@ FOOT_RADIUS = 0.0075
 DT = 1e-3
 SETTLE = 2000                   # steps of settling before a lying robot is timed
 FALL_STEPS = 1500               # the G1's fall: toppling, the impact, the first bounces
+JOINT_FRICTION = 1.0            # N m, the falling G1's second case (a Talos's is 1 N m)
 #: G1's limb spheres (link, x, y, z, radius in the link frame): where it lies on the ground
 G1_LIMBS = (('pelvis', 0, 0, 0, 0.08), ('torso_link', 0, 0, 0.15, 0.1),
             ('head_link', 0, 0, 0.4, 0.08),
@@ -71,6 +73,24 @@ def robot_path(*parts):
         if os.path.exists(path):
             return path
     return None
+
+
+def with_joint_friction(path, friction):
+    """A copy of the URDF at ``path`` (in TMPDIR) whose every moving joint has Coulomb friction
+    ``friction`` (N m: <dynamics friction>, which MuJoCo's importer takes as frictionloss)."""
+    tree = ET.parse(path)
+    for joint in tree.getroot().iter('joint'):
+        if joint.get('type') == 'fixed':
+            continue
+        dynamics = joint.find('dynamics')
+        if dynamics is None:
+            dynamics = ET.SubElement(joint, 'dynamics')
+        dynamics.set('friction', str(friction))
+    out = os.path.join(os.environ.get('TMPDIR', '/tmp'),
+                       f'rbd_ros_bench_{os.getpid()}_friction.urdf')
+    tree.write(out)
+    atexit.register(os.remove, out)
+    return out
 
 
 def ur5_path():
@@ -269,6 +289,9 @@ def cases():
     if g1:
         found.append(('G1 lying on its back', g1, 'g1'))
         found.append((f'G1 falling (the first {FALL_STEPS / 1000:g} s)', g1, 'g1_fall'))
+        # (what a Talos showed: Coulomb friction in every joint, each a stick-slip kink)
+        found.append((f'G1 falling, {JOINT_FRICTION:g} N m friction in every joint',
+                      with_joint_friction(g1, JOINT_FRICTION), 'g1_fall'))
     return found
 
 
@@ -328,7 +351,8 @@ def run(smoke=False) -> int:
           'importer: damping, frictionloss, range), ours with effort and velocity limits too; '
           'the arms hold their gravity torque of a random start pose; Solo-12: contacts and '
           'drives in both; A1 and G1: limp, lying where they fell; the G1 falling: from its start '
-          '(one run each, CPU time over the fall). Max iterations and '
+          '(one run each, CPU time over the fall; the second with Coulomb friction added to every '
+          'joint in both). Max iterations and '
           'unconverged solves count every step since the simulator was made (settling '
           'included).')
     return 0
