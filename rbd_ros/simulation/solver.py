@@ -424,7 +424,7 @@ def refresh_radii(rf, ri, nrows, tol_v, extrapolate):
     than tol_v (radius_move) takes it, and its impulse and slopes there (smaller moves are
     left to the outer round, as they would make each step's problem a little different from
     the last's, the steps never smaller than the tolerance). ``extrapolate`` (a refresh
-    before this one since the last outer round): the radii are a fixed point,
+    after a Newton step before this one, since the last outer round): the radii are a fixed point,
     rho = mu lam_n(rho), which plain refreshes reach only linearly: each left about a third
     of the last one's gap on a G1 standing on its feet (10-15 Newton steps), and on feet
     sliding as it fell a gap of alternating sign, 0.97 of the last (100 steps, unconverged).
@@ -532,7 +532,7 @@ def solve_rows(W, Mv, parent, J, nz, rf, ri, nrows, v, H, g, d, iterations, tol_
             piece_changed, refreshed, now_curved = refresh_radii(
                 rf, ri, nrows, tol_v, secant)
             if refreshed:       # a new problem: the last step's size says nothing of it
-                secant = True
+                secant = taken > 0     # (the start's refresh follows no step: no secant from it)
                 changed = changed or piece_changed
                 curved, full_step, small_step = now_curved, False, False
         if taken > 0 and modelled and not changed and curved and not small_step:
