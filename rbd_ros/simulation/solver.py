@@ -523,7 +523,8 @@ def solve_rows(W, Mv, parent, J, nz, rf, ri, nrows, v, H, g, d, iterations, tol_
     reused = False          # the last step was made with the factor of the one before
     contracting = True      # every check's step was at most half the step before it
     last_step = math.inf    # the largest velocity change of the last step
-    secant = False          # the radii were refreshed since the last outer round
+    secant = False          # the radii were refreshed after a Newton step since the last
+                            # outer round (refresh_radii extrapolates then)
     while True:
         checked = False     # d is the Newton step at v with the last factor
         row_velocities(J, nz, ri, nrows, v, ROW_U, rf)
